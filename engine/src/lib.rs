@@ -52,6 +52,10 @@ pub mod sys;
 #[cfg(feature = "tls")]
 pub mod tls;
 
+/// The embedding API's entry point, as `brisk::Server` (see
+/// [`server::Server`] and docs/src/embedding.md).
+pub use server::Server;
+
 /// The top directory of the source tree (where README.md is): the
 /// engine package's (engine/) parent. Where tests find their fixtures
 /// (`engine/src/tls/testdata`, `brisk.example.toml`).

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 use brisk::config::{AuthRule, Config, HeaderRule, PathMatch};
 use brisk::handlers::app::{Request, Response};
-use brisk::server::Server;
+use brisk::Server;
 use common::embedded::App;
 use common::*;
 
@@ -258,6 +258,34 @@ fn a_prefix_that_is_not_a_normalised_path_is_refused() {
     }
 }
 
+/// The first mount that matches answers: one that an earlier mount
+/// covers whole could never answer, and is refused (it was taken
+/// silently), naming both.
+#[test]
+fn a_prefix_an_earlier_mount_covers_is_refused() {
+    let dir = TempDir::new("embedded");
+    let mut server = Server::bind(config(&dir)).unwrap();
+    server.mount("/api/", echo).unwrap();
+    server.mount("/status", echo).unwrap();
+    for (bad, before) in [
+        ("/api/", "/api/"),
+        ("/api/x", "/api/"),
+        ("/api/v2/", "/api/"),
+        ("/status", "/status"),
+    ] {
+        let e = server.mount(bad, echo).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot mount a handler at {bad:?}: the one mounted at {before:?} before it takes every path there (the first match answers: mount the longer prefix first)")
+        );
+    }
+    // Longer prefixes first, and neighbours, are fine.
+    for good in ["/status/", "/apix", "/ap", "/"] {
+        server.mount(good, echo).unwrap();
+    }
+    assert!(server.mount("/anything", echo).is_err());
+}
+
 #[test]
 fn auth_rules_cover_mounts_and_the_handler_sees_the_user() {
     let app = start(|cfg| {
@@ -426,4 +454,44 @@ fn the_example_listens_where_it_is_told() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the argument: expected an address"), "{err}");
+}
+
+/// A handler may stop the server: the other workers are drained and
+/// joined, its own worker sends its answer and exits once it returns.
+/// (Joining its own thread failed, and the handler panicked: a 500, and
+/// the other workers were never waited for.)
+#[test]
+fn a_handler_may_stop_the_server() {
+    use brisk::log::LogService;
+    use std::sync::{Arc, Mutex};
+    let dir = TempDir::new("stop-from-handler");
+    let mut cfg = config(&dir);
+    cfg.workers = 2;
+    let logs = LogService::start(&cfg.log).unwrap();
+    let slot: Arc<Mutex<Option<brisk::server::Running>>> = Arc::default();
+    let (stopped, told) = std::sync::mpsc::channel();
+    let mut server = Server::bind(cfg).unwrap();
+    let held = Arc::clone(&slot);
+    let stopped = Mutex::new(stopped);
+    server
+        .mount("/stop", move |_: &Request<'_>, r: &mut Response<'_>| {
+            let running = held.lock().unwrap().take();
+            if let Some(running) = running {
+                running.stop();
+                stopped.lock().unwrap().send(()).unwrap();
+            }
+            r.write(b"stopped");
+        })
+        .unwrap();
+    let addr = server.local_addrs()[0];
+    *slot.lock().unwrap() = Some(server.start(&logs).unwrap());
+    let mut c = Client::connect(addr);
+    c.send(b"GET /stop HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.response();
+    assert_eq!((r.status, &r.body[..]), (200, &b"stopped"[..]));
+    c.expect_closed();
+    told.recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    assert!(std::net::TcpStream::connect(addr).is_err());
+    logs.shutdown();
 }

@@ -484,11 +484,22 @@ fn an_unknown_name_or_a_failing_init_stops_the_start() {
             vec![rule("/g", "greeter", None)],
             "site.toml:7: handlers[1].handler: the handler \"greeter\" at /g did not start: config.greeting: missing",
         ),
+        // A path that a mount before covers would never answer (it was
+        // taken silently).
+        (
+            vec![rule("/hi/", "greeter", Some("x")), rule("/hi/there", "greeter", Some("y"))],
+            "site.toml:7: handlers[1].handler: the handler \"greeter\" at /hi/there would never answer: the one at /hi/ before it takes every path there (the first match answers: list the longer path first)",
+        ),
+        (
+            vec![rule("/code/x", "greeter", Some("x"))],
+            "site.toml:7: handlers[1].handler: the handler \"greeter\" at /code/x would never answer: the one at /code/ before it takes every path there (the first match answers: list the longer path first)",
+        ),
     ] {
         let mut cfg = cfg.clone();
         cfg.site.handlers = rules;
         let mut server = Server::bind(cfg).unwrap();
         server.register("greeter", Greeter::default()).unwrap();
+        server.mount("/code/", |_: &Request<'_>, _: &mut Response<'_>| {}).unwrap();
         match server.start(&logs) {
             Err(e) => assert_eq!(e.to_string(), want),
             Ok(r) => {
@@ -648,4 +659,384 @@ mod over_h2 {
         let a = c.answers(&[id]);
         assert_eq!(a[0].body.len(), 500_000);
     }
+}
+
+/// A body in pieces that never ends (an event stream, a live log).
+struct Endless;
+
+impl BodyStream for Endless {
+    fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String> {
+        out.resize(room.min(4096), b'e');
+        Ok(true)
+    }
+}
+
+/// HEAD, 204 and 304 answers end at their head: the body in pieces is
+/// not asked for, and a later answer's thread is told to stop (over
+/// HTTP/1.1 they were pumped and dropped, which spun the worker for ever
+/// on a body in pieces that never ends).
+#[test]
+fn a_head_or_bodiless_answer_does_not_pump_an_endless_body() {
+    let (gone, stopped) = mpsc::channel();
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/events", |req: &Request<'_>, r: &mut Response<'_>| {
+                if req.query == Some(b"304") {
+                    r.set_status(304);
+                }
+                r.header("Content-Type", "text/event-stream").unwrap();
+                r.stream(Endless, None);
+            })
+            .unwrap();
+            let gone = Mutex::new(gone);
+            s.mount("/later", move |_: &Request<'_>, r: &mut Response<'_>| {
+                let mut later = r.defer().unwrap();
+                let gone = gone.lock().unwrap().clone();
+                std::thread::spawn(move || {
+                    later.start(200, &[], None).unwrap();
+                    let stopped = loop {
+                        if let Err(e) = later.write(&[b'e'; 4096]) {
+                            break e;
+                        }
+                    };
+                    gone.send(stopped).unwrap();
+                });
+            })
+            .unwrap();
+            s.mount("/now", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"now")
+            })
+            .unwrap();
+        },
+    );
+    // (Kept from its drop if an answer does not come: stopping would
+    // wait for ever on a spinning worker.)
+    let app = std::mem::ManuallyDrop::new(app);
+    let mut c = app.connect();
+    c.send(b"HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.head_response();
+    assert_eq!(
+        r.masked_head(),
+        format!("HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Type: text/event-stream\r\n\r\n")
+    );
+    c.send(b"GET /events?304 HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.head_response();
+    assert_eq!(
+        r.masked_head(),
+        format!("HTTP/1.1 304 Not Modified\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Type: text/event-stream\r\n\r\n")
+    );
+    // One given later by a thread that writes on: it is told to stop.
+    c.send(b"HEAD /later HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.head_response().status, 200);
+    let stopped = stopped.recv_timeout(Duration::from_secs(10));
+    assert_eq!(stopped, Ok(LaterError::Gone));
+    // The connection and the worker go on.
+    c.send(b"GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"now");
+    assert_eq!(
+        app.request(b"GET /now HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"now"
+    );
+    drop(std::mem::ManuallyDrop::into_inner(app));
+}
+
+/// A later answer written in pieces by the handler itself, on the worker
+/// thread: `write` cannot wait there for the worker to take what it was
+/// given (it waited for ever past 256 KiB, and the worker with it).
+#[test]
+fn a_later_answer_written_on_the_worker_thread_does_not_wait_for_itself() {
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/inline", |_: &Request<'_>, r: &mut Response<'_>| {
+                let mut later = r.defer().unwrap();
+                later.start(200, &[], Some(3 * 200_000)).unwrap();
+                for b in [b'a', b'b', b'c'] {
+                    later.write(&[b; 200_000]).unwrap();
+                }
+                later.finish().unwrap();
+            })
+            .unwrap();
+            s.mount("/now", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"now")
+            })
+            .unwrap();
+        },
+    );
+    // (Kept from its drop if the answer does not come: stopping would
+    // wait for ever on the stuck worker.)
+    let app = std::mem::ManuallyDrop::new(app);
+    let mut c = app.connect();
+    c.send(b"GET /inline HTTP/1.1\r\nHost: x\r\n\r\nGET /now HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), 600_000);
+    assert!(r.body[..200_000].iter().all(|&b| b == b'a'));
+    assert!(r.body[400_000..].iter().all(|&b| b == b'c'));
+    assert_eq!(c.response().body, b"now");
+    drop(std::mem::ManuallyDrop::into_inner(app));
+}
+
+/// A body in pieces whose producer panics after its first piece.
+#[cfg(feature = "http2")]
+struct PanicsAfterOne(bool);
+
+#[cfg(feature = "http2")]
+impl BodyStream for PanicsAfterOne {
+    fn fill(&mut self, out: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
+        if std::mem::replace(&mut self.0, true) {
+            panic!("a body in pieces panics on purpose");
+        }
+        out.extend_from_slice(b"first piece\n");
+        Ok(true)
+    }
+}
+
+/// A panic in `BodyStream::fill` ends that answer (cut short, logged
+/// with its handler), as one in the handler does: not the connection
+/// (over HTTP/2, every stream of it went) nor the worker.
+#[cfg(feature = "http2")]
+#[test]
+fn a_body_in_pieces_that_panics_ends_its_answer_only() {
+    use common::h2::H2;
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/boom", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.stream(PanicsAfterOne(false), None)
+            })
+            .unwrap();
+            s.mount("/now", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"now")
+            })
+            .unwrap();
+        },
+    );
+    let mut h2 = H2::connect(app.addr, &[], 0);
+    let boom = h2.get("/boom", &[]);
+    let now = h2.get("/now", &[]);
+    let answers = h2.answers(&[boom, now]);
+    assert_eq!(answers[0].status(), "200");
+    assert_eq!(answers[0].reset, Some(2), "INTERNAL_ERROR");
+    assert_eq!(
+        (answers[1].status(), &answers[1].body[..]),
+        ("200", &b"now"[..])
+    );
+    // The connection goes on.
+    let again = h2.get("/now", &[]);
+    assert_eq!(h2.answers(&[again])[0].body, b"now");
+    wait_until("the panic logged", || {
+        app.error_log().contains("handler at /boom: panicked")
+    });
+    // HTTP/1.1: the head, the piece, then the close without the last
+    // chunk; the worker serves on.
+    let mut c = app.connect();
+    c.send(b"GET /boom HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut raw = Vec::new();
+    c.stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\nc\r\nfirst piece\n\r\n"), "{text}");
+    assert_eq!(
+        app.request(b"GET /now HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"now"
+    );
+}
+
+/// A `Later` whose answer the engine will never take (the handler that
+/// deferred it panicked, deferred again, or answered otherwise) is gone
+/// at once: its thread is told, and `write` returns rather than waiting
+/// for ever for room once 256 KiB are given.
+#[test]
+fn a_later_answer_the_handler_gave_up_is_gone() {
+    let (tx, rx) = mpsc::channel();
+    let tx: Handoff = Arc::new(Mutex::new(tx));
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/", move |req: &Request<'_>, r: &mut Response<'_>| {
+                let later = r.defer().unwrap();
+                tx.lock().unwrap().send(later).unwrap();
+                match req.path {
+                    b"/panic" => panic!("after deferring, on purpose"),
+                    b"/started" => {
+                        let mut started = r.defer().unwrap();
+                        started.start(200, &[], None).unwrap();
+                        started.write(&[b'x'; 256 * 1024]).unwrap();
+                        tx.lock().unwrap().send(started).unwrap();
+                        panic!("after starting, on purpose");
+                    }
+                    b"/again" => {
+                        let again = r.defer().unwrap();
+                        std::thread::spawn(move || again.answer(200, &[], b"second"));
+                    }
+                    _ => r.stream(
+                        Pieces {
+                            left: 1,
+                            size: 3,
+                            fail_at: None,
+                        },
+                        None,
+                    ),
+                }
+            })
+            .unwrap();
+        },
+    );
+    for (path, status, body) in [
+        ("/panic", 500, None),
+        ("/again", 200, Some(&b"second"[..])),
+        ("/stream", 200, Some(&b"bbb"[..])),
+    ] {
+        let r = app.request(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        assert_eq!(r.status, status, "{path}");
+        if let Some(body) = body {
+            assert_eq!(r.body, body, "{path}");
+        }
+        let mut later = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(later.is_gone(), "{path}");
+        assert_eq!(later.start(200, &[], None), Err(LaterError::Gone), "{path}");
+    }
+    // One started with 256 KiB given: writing more does not wait.
+    let r = app.request(b"GET /started HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(r.status, 500);
+    drop(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+    let mut started = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (done, wrote) = mpsc::channel();
+    std::thread::spawn(move || done.send(started.write(b"more")).unwrap());
+    let wrote = wrote.recv_timeout(Duration::from_secs(10));
+    assert_eq!(wrote, Ok(Err(LaterError::Gone)));
+}
+
+/// A file the engine cannot send whole (a directory, a device, one
+/// opened for writing only) is refused when it is handed over, and the
+/// handler's answer stands; by a `Later`, the client gets a 500. (It
+/// failed once the head was out: the connection closed with nothing
+/// sent, or after a `Content-Length` it could not honour; over HTTP/2
+/// with every stream of the connection.)
+#[test]
+fn a_file_that_cannot_be_sent_is_refused_when_handed_over() {
+    let dir = TempDir::new("unsendable");
+    let write_only = dir.path.join("write-only.txt");
+    std::fs::write(&write_only, b"secret").unwrap();
+    let open = move |what: &[u8]| match what {
+        b"dir" => std::fs::File::open("/").unwrap(),
+        b"dev" => std::fs::File::open("/dev/zero").unwrap(),
+        _ => std::fs::OpenOptions::new()
+            .write(true)
+            .open(&write_only)
+            .unwrap(),
+    };
+    let open2 = open.clone();
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/now/", move |req: &Request<'_>, r: &mut Response<'_>| {
+                let refused = r.send_file(open(req.rest));
+                r.set_status(409);
+                r.write(format!("{:?}", refused.map_err(|e| e.to_string())).as_bytes());
+            })
+            .unwrap();
+            s.mount("/later/", move |req: &Request<'_>, r: &mut Response<'_>| {
+                let later = r.defer().unwrap();
+                let sent = later.send_file(200, &[], open2(req.rest));
+                assert!(matches!(sent, Err(LaterError::File(_))), "{sent:?}");
+            })
+            .unwrap();
+        },
+    );
+    for (what, why) in [
+        ("dir", "not a regular file"),
+        ("dev", "not a regular file"),
+        ("wo", "Bad file descriptor (os error 9)"),
+    ] {
+        let mut c = app.connect();
+        c.send(format!("GET /now/{what} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let r = c.response();
+        assert_eq!(r.status, 409, "{what}");
+        assert_eq!(r.body, format!("Err({why:?})").as_bytes(), "{what}");
+        c.send(format!("GET /later/{what} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let r = c.response();
+        assert_eq!(r.status, 500, "{what}");
+        assert_eq!(r.header("Content-Length"), Some("147"), "{what}");
+    }
+}
+
+/// Ten bytes a piece, six pieces: more than the length it is sent with.
+#[cfg(feature = "http2")]
+struct TooLong(u32);
+
+#[cfg(feature = "http2")]
+impl BodyStream for TooLong {
+    fn fill(&mut self, out: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
+        self.0 += 1;
+        out.extend_from_slice(b"0123456789");
+        Ok(self.0 < 6)
+    }
+}
+
+/// A body longer than the length its handler gave is cut at that length
+/// the same over HTTP/1.1 and HTTP/2, and logged (HTTP/1.1 dropped the
+/// rest silently, HTTP/2 reset the stream); a `Later` refuses to write
+/// past its length.
+#[cfg(feature = "http2")]
+#[test]
+fn a_body_longer_than_its_length_is_cut_there_and_logged() {
+    use common::h2::H2;
+    let (wrote, writes) = mpsc::channel();
+    let wrote = Mutex::new(wrote);
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/long", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.stream(TooLong(0), Some(15))
+            })
+            .unwrap();
+            // (Its length reached at a piece's end, more said to follow.)
+            s.mount("/exact", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.stream(TooLong(0), Some(20))
+            })
+            .unwrap();
+            s.mount("/later", move |_: &Request<'_>, r: &mut Response<'_>| {
+                let mut later = r.defer().unwrap();
+                let wrote = wrote.lock().unwrap().clone();
+                std::thread::spawn(move || {
+                    later.start(200, &[], Some(5)).unwrap();
+                    let results = [later.write(b"too long"), later.write(b"12345")];
+                    later.finish().unwrap();
+                    wrote.send(results).unwrap();
+                });
+            })
+            .unwrap();
+        },
+    );
+    let mut c = app.connect();
+    c.send(b"GET /long HTTP/1.1\r\nHost: x\r\n\r\nGET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.header("Content-Length"), Some("15"));
+    assert_eq!(r.body, b"012345678901234");
+    assert_eq!(c.response().body, b"12345");
+    c.send(b"GET /exact HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().body, b"01234567890123456789");
+    assert_eq!(
+        writes.recv_timeout(Duration::from_secs(10)).unwrap(),
+        [
+            Err(LaterError::Order("more body than the length given")),
+            Ok(())
+        ]
+    );
+    let mut h2 = H2::connect(app.addr, &[], 0);
+    let long = h2.get("/long", &[]);
+    let a = h2.answers(&[long]).remove(0);
+    assert_eq!((a.reset, &a.body[..]), (None, &b"012345678901234"[..]));
+    wait_until("both cuts logged", || {
+        app.error_log()
+            .matches("handler at /long: body longer than its Content-Length; cut there")
+            .count()
+            == 2
+            && app
+                .error_log()
+                .contains("handler at /exact: body longer than its Content-Length; cut there")
+    });
 }

@@ -89,6 +89,21 @@ fn an_unknown_name_is_a_config_error_listing_the_registered_ones() {
     );
 }
 
+/// An entry that one above it covers would never answer (the first
+/// match does): refused by --check-config and at start, naming it.
+#[test]
+fn an_entry_an_earlier_one_covers_is_a_config_error() {
+    let toml = "[[handlers]]\npath = \"/e/\"\nhandler = \"echo\"\n\n\
+                [[handlers]]\npath = \"/e/x\"\nhandler = \"echo\"\n";
+    for check in [true, false] {
+        let err = config_error(toml, check);
+        assert!(
+            err.contains("site.toml:7: handlers[2].handler: the handler \"echo\" at /e/x would never answer: the one at /e/ before it takes every path there (the first match answers: list the longer path first)"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn entries_are_checked_key_by_key() {
     for (toml, want) in [

@@ -48,16 +48,42 @@ impl Config {
     /// Checks that every `[[handlers]]` entry names one of `registered`;
     /// the error names the file, line and key, and lists them.
     pub fn check_handlers(&self, registered: &[&str]) -> Result<(), ConfigError> {
-        match super::SiteConfig::all(self)
+        if let Some(h) = super::SiteConfig::all(self)
             .flat_map(|site| &site.handlers)
             .find(|h| !registered.contains(&h.handler.as_str()))
         {
-            None => Ok(()),
-            Some(h) => Err(ConfigError {
+            return Err(ConfigError {
                 message: unknown_handler(h, registered),
-            }),
+            });
         }
+        // An entry that one above it on its site covers never answers.
+        for site in super::SiteConfig::all(self) {
+            for (i, rule) in site.handlers.iter().enumerate() {
+                let above = &site.handlers[..i];
+                if let Some(before) = above.iter().find(|b| covers(&b.path, &rule.path)) {
+                    return Err(ConfigError {
+                        message: shadowed_handler(rule, &before.path),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
+}
+
+/// Whether a mount at `before` takes every path of one at `path` (see
+/// `Mount::rest`): the same path, or one below a prefix ending in `/`.
+fn covers(before: &str, path: &str) -> bool {
+    before == path || (before.ends_with('/') && path.starts_with(before))
+}
+
+/// `site.toml:4: handlers[2].handler: the handler "x" at /a/b would never
+/// answer: …`, for an entry that the mount at `before` covers.
+pub fn shadowed_handler(rule: &HandlerRule, before: &str) -> String {
+    format!(
+        "{}: the handler \"{}\" at {} would never answer: the one at {before} before it takes every path there (the first match answers: list the longer path first)",
+        rule.origin, rule.handler, rule.path
+    )
 }
 
 /// `site.toml:4: handlers[1].handler: no handler is registered as "x"; …`.

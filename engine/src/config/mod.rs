@@ -54,7 +54,7 @@ mod webdav;
 pub use crate::acme::key::KeyType;
 pub use acme::{AcmeConfig, LETS_ENCRYPT};
 pub use compress::{Coding, CompressConfig, Levels};
-pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
+pub use handlers::{shadowed_handler, unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
 pub use upstream::{

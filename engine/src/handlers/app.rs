@@ -31,7 +31,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::stream::{BodyStream, Channel, Later, Wake};
+use super::stream::{Awaited, BodyStream, Channel, Later, Wake};
 use super::Scratch;
 use crate::config::{Level, Value, FRAMING_HEADERS};
 use crate::http::grammar;
@@ -152,6 +152,26 @@ pub fn check_header_bytes(name: &[u8], value: &[u8]) -> Result<(), InvalidHeader
     Ok(())
 }
 
+/// The length of `file`, if the engine can send it whole as a body: a
+/// regular file it can read. (Else the failure would come once the head
+/// is out, and cut the answer short: over HTTP/2 and HTTP/3, with its
+/// whole connection.)
+pub(crate) fn sendable(file: &File) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt as _;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > 0 {
+        // (At an offset: the file's position does not move.)
+        file.read_at(&mut [0], 0)?;
+    }
+    Ok(meta.len())
+}
+
 /// Where a handler's answer body comes from, when it is not the bytes
 /// written into the [`Response`].
 pub enum Answer {
@@ -162,7 +182,7 @@ pub enum Answer {
     /// Pieces produced as the client takes them, of this length if known.
     Stream(Box<dyn BodyStream>, Option<u64>),
     /// Given later, by another thread.
-    Later(Arc<Channel>),
+    Later(Awaited),
 }
 
 impl std::fmt::Debug for Answer {
@@ -239,10 +259,12 @@ impl<'a> Response<'a> {
 
     /// Answers with the whole of `file` (from its start to its current
     /// size), sent by `sendfile` when large, with its `Content-Length`.
-    /// Set its `Content-Type` yourself. An error when its size cannot be
-    /// read.
+    /// Set its `Content-Type` yourself. An error (and the answer is left
+    /// as it was) when its size cannot be read, when it is not a regular
+    /// file (a directory, a device, a pipe) or cannot be read (opened
+    /// for writing only).
     pub fn send_file(&mut self, file: File) -> std::io::Result<()> {
-        let len = file.metadata()?.len();
+        let len = sendable(&file)?;
         self.answer = Answer::File(file, len);
         Ok(())
     }
@@ -264,7 +286,9 @@ impl<'a> Response<'a> {
     pub fn defer(&mut self) -> Option<Later> {
         let wake = self.wake.clone()?;
         let channel = Arc::new(Channel::default());
-        self.answer = Answer::Later(Arc::clone(&channel));
+        // (An answer replaced, a deferred one included, is dropped: its
+        // thread learns that it is not wanted.)
+        self.answer = Answer::Later(Awaited::new(Arc::clone(&channel)));
         Some(Later::new(channel, wake))
     }
 

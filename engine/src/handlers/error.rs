@@ -6,6 +6,10 @@ pub enum Error {
     /// [`crate::handlers::app::Mount::new`]: the prefix (as given) is not a
     /// normalised absolute path.
     MountPrefix(String),
+    /// [`crate::server::Server::mount`]: a mount made before (the second
+    /// prefix) takes every path of this one (the first): it could never
+    /// answer.
+    MountShadowed(String, String),
 }
 
 impl std::fmt::Display for Error {
@@ -14,6 +18,10 @@ impl std::fmt::Display for Error {
             Error::MountPrefix(prefix) => write!(
                 f,
                 "cannot mount a handler at {prefix:?}: expected a normalised absolute path such as \"/api/\" or \"/status\""
+            ),
+            Error::MountShadowed(prefix, before) => write!(
+                f,
+                "cannot mount a handler at {prefix:?}: the one mounted at {before:?} before it takes every path there (the first match answers: mount the longer prefix first)"
             ),
         }
     }

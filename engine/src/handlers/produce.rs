@@ -92,6 +92,17 @@ pub trait Produce {
         Some(Status::GATEWAY_TIMEOUT)
     }
 
+    /// It is stopped at the head of an answer that has no body (to HEAD,
+    /// or a 204 or 304) whatever the protocol: an embedded handler's
+    /// body, which never waits (in pieces on the worker thread, or given
+    /// by another thread), and which, asked for a body nobody reads,
+    /// would hold the worker (for ever, for one that does not end).
+    /// Others run to their end over HTTP/1.1, what they give dropped
+    /// (an upstream's connection stays reusable after its answer).
+    fn stops_at_bodiless_head(&self) -> bool {
+        false
+    }
+
     /// It is a process that runs on its own (a CGI program), not code
     /// the engine calls. Two differences follow, kept from before the
     /// producers were one contract: over HTTP/2 its idle timer runs on

@@ -14,11 +14,13 @@
 
 use std::fmt;
 use std::fs::File;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use super::app::{check_header, InvalidHeader};
 use super::pipe::ReplyHead;
 use super::produce::{Cx, Gave, Produce};
+use crate::config::Level;
 use crate::http::Status;
 
 /// A body produced in pieces on the worker thread, while the client
@@ -117,6 +119,36 @@ impl Channel {
     }
 }
 
+/// The engine's hold on a later answer's [`Channel`]. However it ends
+/// (the answer given on, or dropped unused: a handler that deferred and
+/// then panicked, deferred again or answered otherwise), dropping it
+/// tells the answering thread that nothing more is taken: its next call
+/// is [`LaterError::Gone`], and a [`Later::write`] waiting for room
+/// returns, rather than waiting for ever.
+#[derive(Debug)]
+pub struct Awaited(Arc<Channel>);
+
+impl Awaited {
+    /// Holds `channel` for the engine.
+    pub(crate) fn new(channel: Arc<Channel>) -> Awaited {
+        Awaited(channel)
+    }
+}
+
+impl std::ops::Deref for Awaited {
+    type Target = Channel;
+
+    fn deref(&self) -> &Channel {
+        &self.0
+    }
+}
+
+impl Drop for Awaited {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
 /// A poisoned lock only means a thread panicked while holding it; what
 /// it guards is still consistent (plain fields, each set in one step).
 fn lock(m: &Mutex<Given>) -> MutexGuard<'_, Given> {
@@ -126,15 +158,18 @@ fn lock(m: &Mutex<Given>) -> MutexGuard<'_, Given> {
 /// Why a later answer was not taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LaterError {
-    /// The client is gone, or the answer took longer than
-    /// `timeouts.handler`: nothing more is sent.
+    /// The client is gone, the answer took longer than
+    /// `timeouts.handler`, or it is not wanted any more (the handler
+    /// that deferred it panicked or answered otherwise): nothing more is
+    /// sent.
     Gone,
     /// A header line that may not be sent (see
     /// [`crate::handlers::app::Response::header`]).
     Header(InvalidHeader),
     /// Not a final status (200–599).
     Status(u16),
-    /// Body bytes before [`Later::start`], or a second start.
+    /// Body bytes before [`Later::start`], a second start, or more body
+    /// than the length given to it (none of those bytes is sent).
     Order(&'static str),
     /// The file of [`Later::send_file`] could not be measured.
     File(String),
@@ -165,6 +200,12 @@ pub struct Later {
     wake: Wake,
     started: bool,
     done: bool,
+    /// The worker thread that made it (in the handler): there, nothing
+    /// it gives is taken before the handler returns.
+    worker: std::thread::ThreadId,
+    /// The body's length given to [`Later::start`], if any, and what is
+    /// left of it to write.
+    left: Option<u64>,
 }
 
 impl Later {
@@ -175,6 +216,8 @@ impl Later {
             wake,
             started: false,
             done: false,
+            worker: std::thread::current().id(),
+            left: None,
         }
     }
 
@@ -197,16 +240,16 @@ impl Later {
     /// DATA frames and records), without the bytes passing through this
     /// thread. Set its `Content-Type` in `headers`. A file that shrinks
     /// before it is sent ends the connection short, as a static file does.
+    /// [`LaterError::File`] for one that is not a regular file the engine
+    /// can read: nothing of it is sent, and the client gets a 500 (the
+    /// `Later` is gone with the call).
     pub fn send_file(
         mut self,
         status: u16,
         headers: &[(&str, &str)],
         file: File,
     ) -> Result<(), LaterError> {
-        let len = file
-            .metadata()
-            .map_err(|e| LaterError::File(e.to_string()))?
-            .len();
+        let len = super::app::sendable(&file).map_err(|e| LaterError::File(e.to_string()))?;
         let head = self.head(status, headers, Some(len))?;
         self.started = true;
         self.done = true;
@@ -232,6 +275,7 @@ impl Later {
         let head = self.head(status, headers, length)?;
         self.give(|g| g.head = Some(head))?;
         self.started = true;
+        self.left = length;
         Ok(())
     }
 
@@ -270,7 +314,11 @@ impl Later {
 
     /// Sends more of the body. Waits while more than [`LATER_CAP`] bytes
     /// given earlier have not been taken yet (the client reads slowly),
-    /// so a fast producer cannot fill the server's memory.
+    /// so a fast producer cannot fill the server's memory. On the worker
+    /// thread (in the handler that deferred it) it never waits: the
+    /// worker takes nothing before the handler returns, so it would wait
+    /// for ever; the bytes are held as a body written into the response
+    /// would be.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), LaterError> {
         if !self.started {
             return Err(LaterError::Order("start the answer before its body"));
@@ -278,8 +326,15 @@ impl Later {
         if bytes.is_empty() {
             return Ok(());
         }
+        if let Some(left) = self.left.as_mut() {
+            // (Nothing of it is taken: the client would never see it.)
+            *left = left
+                .checked_sub(bytes.len() as u64)
+                .ok_or(LaterError::Order("more body than the length given"))?;
+        }
+        let waits = std::thread::current().id() != self.worker;
         let mut g = lock(&self.channel.given);
-        while !g.gone && g.data.len() >= LATER_CAP {
+        while waits && !g.gone && g.data.len() >= LATER_CAP {
             g = self
                 .channel
                 .taken
@@ -350,7 +405,7 @@ pub enum Source {
     /// Produced on the worker thread.
     Local(Box<dyn BodyStream>),
     /// Given later by another thread.
-    Later(Arc<Channel>),
+    Later(Awaited),
 }
 
 impl fmt::Debug for Source {
@@ -395,6 +450,7 @@ impl Streamed {
                     chunked: false,
                     own: Default::default(),
                 }),
+                left: self.length,
                 label: self.label,
             }),
             Source::Later(channel) => Box::new(LaterBody {
@@ -414,6 +470,8 @@ struct LocalBody {
     body: Box<dyn BodyStream>,
     /// The head, until it is given.
     head: Option<ReplyHead>,
+    /// What the length the handler gave leaves to send, if it gave one.
+    left: Option<u64>,
     label: String,
 }
 
@@ -430,21 +488,61 @@ impl Produce for LocalBody {
         &self.label
     }
 
-    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
         if let Some(head) = self.head.take() {
             return Gave::Head(head, None);
         }
+        if self.left == Some(0) {
+            // (Its length given: nothing more is sent, whatever follows.)
+            return Gave::End;
+        }
         buf.clear();
-        match self.body.fill(buf, PIECE) {
+        // A panic in the handler's code is its answer's failure, as one
+        // in `Handler::handle` is: not the connection's (over HTTP/2, all
+        // its streams) nor the worker's.
+        let filled = catch_unwind(AssertUnwindSafe(|| self.body.fill(buf, PIECE)))
+            .unwrap_or_else(|_| Err("panicked".into()));
+        match filled {
             // (The worker cannot wait for a body on its own thread.)
             Ok(true) if buf.is_empty() => Gave::Fail(
                 Status::INTERNAL_SERVER_ERROR,
                 "produced nothing but said more follows".into(),
             ),
-            Ok(true) => Gave::Bytes,
-            Ok(false) => Gave::Last,
+            Ok(more) => {
+                let Some(left) = self.left.as_mut() else {
+                    return if more { Gave::Bytes } else { Gave::Last };
+                };
+                // A body longer than the length it was given is cut there,
+                // the same over every protocol (HTTP/1.1 dropped the rest
+                // silently, HTTP/2 and HTTP/3 reset the stream), and the
+                // error log says so.
+                let long = buf.len() as u64 > *left;
+                if long {
+                    buf.truncate(*left as usize);
+                }
+                *left -= buf.len() as u64;
+                // (More to follow once the length is reached is as long.)
+                let over = long || (more && *left == 0);
+                if over {
+                    cx.log.log(
+                        Level::Error,
+                        format_args!(
+                            "{}: body longer than its Content-Length; cut there",
+                            self.label
+                        ),
+                    );
+                }
+                match more && !over {
+                    true => Gave::Bytes,
+                    false => Gave::Last,
+                }
+            }
             Err(why) => Gave::Fail(Status::INTERNAL_SERVER_ERROR, why),
         }
+    }
+
+    fn stops_at_bodiless_head(&self) -> bool {
+        true
     }
 
     fn stop(&mut self) {}
@@ -456,7 +554,8 @@ impl Produce for LocalBody {
 /// answer was deferred go with its head.
 #[derive(Debug)]
 struct LaterBody {
-    channel: Arc<Channel>,
+    /// (Dropped with it: the answering thread learns it is gone.)
+    channel: Awaited,
     /// Header lines set before the answer was deferred, and `[[headers]]`
     /// rules.
     early_headers: Vec<u8>,
@@ -523,15 +622,11 @@ impl Produce for LaterBody {
         }
     }
 
-    fn stop(&mut self) {
-        self.channel.abandon();
+    fn stops_at_bodiless_head(&self) -> bool {
+        true
     }
-}
 
-impl Drop for LaterBody {
-    /// However the answer ends here, its thread is not left waiting for a
-    /// worker that will never take what it gives.
-    fn drop(&mut self) {
+    fn stop(&mut self) {
         self.channel.abandon();
     }
 }
@@ -639,7 +734,7 @@ mod tests {
         let wake = Wake { tx, waker, conn: 3 };
         let later = Later::new(Arc::clone(&channel), wake);
         let streamed = Streamed {
-            source: Source::Later(channel),
+            source: Source::Later(Awaited::new(channel)),
             length: None,
             label: "handler at /l/".into(),
         };

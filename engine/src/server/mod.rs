@@ -103,8 +103,10 @@ impl Registry {
     }
 
     /// The mounts of `site`'s `[[handlers]]` entries, each handler
-    /// initialised; the error names the entry's file, line and key.
-    fn mounts(&self, site: &SiteConfig) -> Result<Vec<Mount>, Error> {
+    /// initialised; the error names the entry's file, line and key. An
+    /// entry whose path a mount before it (one of `code`, or an entry
+    /// above) covers could never answer: refused.
+    fn mounts(&self, site: &SiteConfig, code: &[Mount]) -> Result<Vec<Mount>, Error> {
         let mut out = Vec::with_capacity(site.handlers.len());
         for rule in &site.handlers {
             let Some((_, make)) = self.0.iter().find(|(n, _)| *n == rule.handler) else {
@@ -122,7 +124,14 @@ impl Registry {
                     rule.origin, rule.handler, rule.path
                 ))
             })?;
-            out.push(Mount::new(&rule.path, handler)?);
+            let mount = Mount::new(&rule.path, handler)?;
+            let mut before = code.iter().chain(&out);
+            if let Some(before) = before.find(|m| m.rest(&mount.prefix).is_some()) {
+                let before = String::from_utf8_lossy(&before.prefix);
+                let why = crate::config::shadowed_handler(rule, &before);
+                return Err(Error::Handler(why));
+            }
+            out.push(mount);
         }
         Ok(out)
     }
@@ -252,14 +261,21 @@ impl Server {
     /// every path below it, any other (`/status`) exactly that path. It
     /// answers every method there, ahead of CGI and static files; basic
     /// authentication and `[[headers]]` rules apply as to any path. Mounts
-    /// are tried in the order they were made; the first match wins. See
+    /// are tried in the order they were made; the first match wins, so a
+    /// prefix that one made before covers (`/api/x` after `/api/`, or the
+    /// same one again) is refused: it could never answer. See
     /// [`crate::handlers::app`].
     pub fn mount(
         &mut self,
         prefix: &str,
         handler: impl Handler + 'static,
     ) -> Result<&mut Self, Error> {
-        self.mounts.push(Mount::new(prefix, Arc::new(handler))?);
+        let mount = Mount::new(prefix, Arc::new(handler))?;
+        if let Some(before) = self.mounts.iter().find(|m| m.rest(&mount.prefix).is_some()) {
+            let before = String::from_utf8_lossy(&before.prefix).into_owned();
+            return Err(crate::handlers::Error::MountShadowed(prefix.to_string(), before).into());
+        }
+        self.mounts.push(mount);
         Ok(self)
     }
 
@@ -326,7 +342,7 @@ fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<SiteM
     let mut out = Vec::with_capacity(1 + cfg.sites.len());
     for (i, site) in SiteConfig::all(cfg).enumerate() {
         let mut all = code.to_vec();
-        all.extend(registry.mounts(site)?);
+        all.extend(registry.mounts(site, code)?);
         #[cfg(feature = "servlets")]
         if site.servlets.enable {
             // After every other mount: `.lua` files under the prefixes only.
@@ -499,9 +515,16 @@ impl Generation {
             .wait_listeners_closed(self.threads.len(), bound, || self.finished())
     }
 
-    /// Waits for every worker to exit (after [`Generation::drain`]).
+    /// Waits for every worker to exit (after [`Generation::drain`]), but
+    /// the one this runs on, if any: a handler that stops the server
+    /// cannot wait for its own worker (the join would fail, and panic);
+    /// that worker exits once the handler returns, as drained.
     fn join(&mut self) {
+        let me = std::thread::current().id();
         for thread in self.threads.drain(..) {
+            if thread.thread().id() == me {
+                continue;
+            }
             // A worker that panicked has said so on stderr already.
             let _ = thread.join();
         }
@@ -654,6 +677,8 @@ impl Running {
     /// once, so new connections are refused rather than left waiting in a
     /// queue nobody serves), in-flight responses get up to
     /// `timeouts.shutdown` to finish; returns when every worker is done.
+    /// A handler may call it (its worker finishes the handler's answer
+    /// and exits once the handler returns: it is not waited for).
     pub fn stop(mut self) {
         self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.

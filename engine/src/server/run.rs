@@ -422,7 +422,11 @@ impl Run {
                     }
                     self.started = true;
                     self.status = head.status;
-                    if sink.head(&head) == Wanted::Stop {
+                    // (HTTP/1.1's sink wants the body of a bodiless answer,
+                    // and drops it: see `stops_at_bodiless_head`.)
+                    let bodiless = self.head_only || Status(head.status).is_bodiless();
+                    let stops = bodiless && self.producer.stops_at_bodiless_head();
+                    if sink.head(&head) == Wanted::Stop || stops {
                         if !self.producer.is_process() || file.is_some() {
                             // No body is sent: the producer is not wanted.
                             self.halt(cx.log);

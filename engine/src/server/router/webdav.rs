@@ -6,7 +6,7 @@
 use super::{Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
-use crate::handlers::stream::{Channel, Later, Source, Streamed};
+use crate::handlers::stream::{Awaited, Channel, Later, Source, Streamed};
 use crate::handlers::webdav::{self, Bodied, Changed, Dav, Put, Started, Transfer};
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
@@ -226,7 +226,7 @@ impl Router {
         Plan {
             status: Status::OK,
             body: Body::Stream(Box::new(Streamed {
-                source: Source::Later(channel),
+                source: Source::Later(Awaited::new(channel)),
                 length: None,
                 label: format!("webdav: PUT {path}"),
             })),

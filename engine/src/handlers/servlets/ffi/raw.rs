@@ -193,6 +193,10 @@ fn encode_with(
     enc.out.clear();
     enc.keys.clear();
     enc.slots = [(0, 0, 0); KEY_SLOTS];
+    // (Built without brisk_lj.c, as another project's dependency, there
+    // is only the walk outside.)
+    #[cfg(not(brisk_lj_walk))]
+    let _ = inside;
     #[cfg(brisk_lj_walk)]
     if let (true, Value::Table(t)) = (inside, &value) {
         let (table, null) = (t.to_pointer(), null.to_pointer());
