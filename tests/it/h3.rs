@@ -893,6 +893,16 @@ fn answers_under_way_at_an_upgrade_arrive_whole_then_the_new_brisk_serves_h3() {
             .and_then(|p| p.parse().ok())
             .expect("pid"),
     );
+    // While the old brisk finishes, the new one answers over TCP and
+    // sends no client to QUIC (the old one would refuse it).
+    let alt_svc = |s: &Server| {
+        let mut c = s.connect_tls();
+        c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+        let r = c.response();
+        assert_eq!(r.status, 200);
+        r.header("alt-svc").map(str::to_string)
+    };
+    assert_eq!(alt_svc(&s), None);
     let sum = {
         use sha2::Digest;
         hex(&sha2::Sha256::digest(vec![b'a'; 40 * 32768]))
@@ -916,6 +926,8 @@ fn answers_under_way_at_an_upgrade_arrive_whole_then_the_new_brisk_serves_h3() {
     assert!(exited.success(), "{exited}");
     let out = h3(&s, json!([{"method": "GET", "path": "/index.html"}])).expect("aioquic");
     assert_eq!(text(&out["responses"][0]), "hello\n");
+    let port = s.addr().port();
+    assert_eq!(alt_svc(&s), Some(format!("h3=\":{port}\"; ma=86400")));
     assert!(new.0 > 0);
 }
 

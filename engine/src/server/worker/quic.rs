@@ -212,8 +212,14 @@ impl Quic {
             .collect();
     }
 
-    /// The `Alt-Svc` value of TCP listener `i`'s answers.
+    /// The `Alt-Svc` value of TCP listener `i`'s answers: none while an
+    /// upgrade's sockets are not read yet, nor once they are handed over
+    /// (a client sent to QUIC then would be refused, and a browser
+    /// remembers that as QUIC broken for the origin).
     pub(super) fn alt_svc(&self, i: usize) -> &[u8] {
+        if self.shut || crate::server::quic_handover::retired() {
+            return b"";
+        }
         self.alt_svc.get(i).map_or(b"", |v| v)
     }
 
