@@ -153,6 +153,11 @@ struct Flood {
     empty: u32,
 }
 
+/// Most RST_STREAM and WINDOW_UPDATE frames on closed streams taken
+/// uncounted (see `Conn::crossings`): a 16 MiB window's worth of 4 KiB
+/// DATA frames.
+const MAX_CROSSINGS: u32 = 4096;
+
 /// The peer's settings that matter to us.
 #[derive(Debug)]
 struct Peer {
@@ -227,6 +232,13 @@ pub struct Conn {
     /// (§5.1); on an id never used, PROTOCOL_ERROR (§5.1.1).
     closed_lately: [u32; 8],
     closed_next: usize,
+    /// RST_STREAM and WINDOW_UPDATE frames on closed streams taken
+    /// without counting, as many as may cross a stream's end (§5.1,
+    /// §6.9): one for each DATA frame sent (a client that gives credit
+    /// back for every one, and got a stream's last frames at once, sends
+    /// their WINDOW_UPDATEs after it ended) and one for each stream that
+    /// ended (a cancel), at most [`MAX_CROSSINGS`].
+    crossings: u32,
     recv_window: i64,
     recv_unacked: u32,
     send_window: i64,
@@ -295,6 +307,7 @@ impl Conn {
             reset_next: 0,
             closed_lately: [0; 8],
             closed_next: 0,
+            crossings: 0,
             recv_window: 65_535 + opening as i64,
             recv_unacked: 0,
             send_window: 65_535,
@@ -524,9 +537,26 @@ impl Conn {
         let before = self.streams.len();
         self.streams.retain(|s| s.id != id);
         if self.streams.len() < before {
+            self.crossing();
             self.closed_lately[self.closed_next] = id;
             self.closed_next = (self.closed_next + 1) % self.closed_lately.len();
         }
+    }
+
+    /// One more frame may cross a stream's end (see `crossings`).
+    fn crossing(&mut self) {
+        self.crossings = (self.crossings + 1).min(MAX_CROSSINGS);
+    }
+
+    /// An RST_STREAM or WINDOW_UPDATE on a closed stream: taken while
+    /// what was sent leaves room for one to have crossed its end, else
+    /// counted as a frame on a closed stream.
+    fn crossed<'a>(&mut self, now: Instant) -> Option<Event<'a>> {
+        if self.crossings > 0 {
+            self.crossings -= 1;
+            return None;
+        }
+        self.spend_empty(now)
     }
 
     /// Whether `id` is a stream we reset lately.
@@ -672,9 +702,9 @@ impl Conn {
             return Some(self.fail(ErrorCode::Protocol, "RST_STREAM inside a header block"));
         }
         if self.stream(id).is_none() {
-            // A frame on a closed stream: counted (a cancel that crossed
-            // our answer's end is one; a flood of them is not).
-            return self.spend_empty(now);
+            // A frame on a closed stream: one that crossed its end is
+            // taken, a flood of them counted.
+            return self.crossed(now);
         }
         self.remove(id);
         // Rapid reset: every stream a client opens and cancels costs a
@@ -757,8 +787,8 @@ impl Conn {
         }
         let Some(s) = self.stream(id) else {
             // A closed stream's (§6.9: its credit may still be in flight
-            // when it ends), counted as a frame on a closed stream.
-            return self.spend_empty(now);
+            // when it ends; a flood of them is counted).
+            return self.crossed(now);
         };
         if increment == 0 {
             return self.fault_stream(id, ErrorCode::Protocol, now);

@@ -143,6 +143,7 @@ impl Conn {
     /// before them; with `end_stream`, the answer ends there.
     pub fn data_head(&mut self, id: u32, len: usize, end_stream: bool) -> [u8; HEAD_LEN] {
         self.send_window -= len as i64;
+        self.crossing();
         if let Some(s) = self.stream(id) {
             s.send_window -= len as i64;
             s.remaining = s.remaining.saturating_sub(len as u64);

@@ -244,8 +244,9 @@ fn frames_on_closed_streams_are_refused_and_counted() {
         Some(ErrorCode::EnhanceYourCalm as u32)
     );
     // RST_STREAM and WINDOW_UPDATE on it are frames on a closed stream
-    // too: a few are taken in silence (they may cross its end), a flood
-    // ends the connection (they were never counted).
+    // too: one for the stream that ended is taken (it may cross its
+    // end), then counted, so a flood ends the connection (they were
+    // never counted).
     let flood = |n: usize, frame_: fn(&mut Vec<u8>)| {
         let mut s = Script::new(Limits::default());
         s.closed_stream_1();
@@ -258,8 +259,35 @@ fn frames_on_closed_streams_are_refused_and_counted() {
     };
     let frames: [fn(&mut Vec<u8>); 2] = [|b| rst(b, 1), |b| frame::write_window_update(b, 1, 100)];
     for frame_ in frames {
-        assert_eq!(flood(1000, frame_), None);
-        assert_eq!(flood(1001, frame_), Some(ErrorCode::EnhanceYourCalm as u32));
+        assert_eq!(flood(1001, frame_), None);
+        assert_eq!(flood(1002, frame_), Some(ErrorCode::EnhanceYourCalm as u32));
+    }
+}
+
+/// A client that gives credit back for every DATA frame, and gets a
+/// stream's frames at once, sends their WINDOW_UPDATEs after the stream
+/// ended (RFC 9113 §6.9: they crossed its end, and are no error):
+/// thousands of streams so served are never taken for a flood.
+#[test]
+fn credit_given_back_after_each_stream_ends_is_not_a_flood() {
+    let mut s = Script::new(Limits::default());
+    for i in 0..3000u32 {
+        let id = 2 * i + 1;
+        let mut input = Vec::new();
+        headers(&mut input, id, &get("/"), END);
+        s.feed(&input);
+        s.conn.send_headers(id, &[0x88], false);
+        for last in [false, false, true] {
+            s.conn.send_data(id, &[7; 100], last);
+        }
+        s.take();
+        let mut input = Vec::new();
+        for _ in 0..3 {
+            frame::write_window_update(&mut input, id, 100);
+            frame::write_window_update(&mut input, 0, 100);
+        }
+        s.feed(&input);
+        assert_eq!(goaway_code(&s.take()), None, "stream {id}");
     }
 }
 
