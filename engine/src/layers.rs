@@ -49,8 +49,10 @@ const TOP_EXEMPT: &[&str] = &["test_skip", "layers"];
 /// given) takes both. `run` drives a produced answer into a protocol's
 /// sink; `exchange` holds what waits and what runs, per worker. `h3`
 /// (HTTP/3's answers) reuses `h2`'s pieces and head lines.
+/// `quic_handover` (QUIC's sockets across an upgrade) is a leaf that
+/// `listen` and the workers read.
 const SERVER: &[&[&str]] = &[
-    &["error"],
+    &["error", "quic_handover"],
     &["listen", "counters", "drain", "lifecycle", "life"],
     &["inherited"],
     &["transport", "sites"],
