@@ -54,6 +54,8 @@ fn per_ip_limit_refuses_only_that_address() {
     }
 }
 
+// (Its clients come through a PROXY listener: the feature `ops`.)
+#[cfg(feature = "ops")]
 #[test]
 fn an_address_whose_unkeyed_hash_is_another_s_does_not_share_its_limit() {
     // 198.3.105.153 and 203.0.113.1 fall in the same slot of the 65,536
