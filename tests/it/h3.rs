@@ -847,6 +847,27 @@ fn an_answer_under_way_at_a_reload_arrives_whole() {
     assert_eq!(r["sha256"], sum);
 }
 
+/// The brisk an upgrade of `s` started (stopped with SIGTERM when
+/// dropped: it is not the test's child), once `s` says it serves.
+#[cfg(feature = "ops")]
+fn successor(s: &Server) -> Successor {
+    let line = s.wait_stderr_line("serves; this one finishes its requests and exits");
+    let at = line.find("(pid ").expect("a pid") + 5;
+    let pid = line[at..].split(')').next().and_then(|p| p.parse().ok());
+    Successor(pid.expect("pid"))
+}
+
+#[cfg(feature = "ops")]
+struct Successor(i32);
+
+#[cfg(feature = "ops")]
+impl Drop for Successor {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the pid brisk reported for its successor.
+        unsafe { libc::kill(self.0, libc::SIGTERM) };
+    }
+}
+
 /// An upgrade (SIGUSR2) hands QUIC's UDP sockets over with the TCP
 /// ones, and the new brisk reads them only once the old one has gone. A
 /// new brisk that bound sockets of its own into the `SO_REUSEPORT` group
@@ -858,13 +879,6 @@ fn an_answer_under_way_at_a_reload_arrives_whole() {
 #[cfg(feature = "ops")]
 #[test]
 fn answers_under_way_at_an_upgrade_arrive_whole_then_the_new_brisk_serves_h3() {
-    struct Kill(i32);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            // SAFETY: kill(2) on the pid brisk reported for its successor.
-            unsafe { libc::kill(self.0, libc::SIGTERM) };
-        }
-    }
     let mut s = slow_server();
     if !aioquic() {
         skip("python3 with aioquic not available (pip install aioquic)");
@@ -884,15 +898,7 @@ fn answers_under_way_at_an_upgrade_arrive_whole_then_the_new_brisk_serves_h3() {
         || (s.stderr().matches("drip.sh started").count() >= 8).then_some(()),
     );
     s.signal(libc::SIGUSR2);
-    let line = s.wait_stderr_line("serves; this one finishes its requests and exits");
-    let at = line.find("(pid ").expect("a pid") + 5;
-    let new = Kill(
-        line[at..]
-            .split(')')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("pid"),
-    );
+    let new = successor(&s);
     // While the old brisk finishes, the new one answers over TCP and
     // sends no client to QUIC (the old one would refuse it).
     let alt_svc = |s: &Server| {
@@ -939,13 +945,6 @@ fn answers_under_way_at_an_upgrade_arrive_whole_then_the_new_brisk_serves_h3() {
 #[cfg(feature = "ops")]
 #[test]
 fn an_upgrade_that_turns_http3_off_keeps_no_udp_socket() {
-    struct Kill(i32);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            // SAFETY: kill(2) on the pid brisk reported for its successor.
-            unsafe { libc::kill(self.0, libc::SIGTERM) };
-        }
-    }
     let mut b = Builder::new();
     b.file("index.html", b"hello\n");
     b.config("[http3]\nenable = true\n");
@@ -961,15 +960,7 @@ fn an_upgrade_that_turns_http3_off_keeps_no_udp_socket() {
     assert_eq!(bound(), 2);
     std::fs::write(&config, "[http3]\nenable = false\n").expect("config");
     s.signal(libc::SIGUSR2);
-    let line = s.wait_stderr_line("serves; this one finishes its requests and exits");
-    let at = line.find("(pid ").expect("a pid") + 5;
-    let new = Kill(
-        line[at..]
-            .split(')')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("pid"),
-    );
+    let new = successor(&s);
     let exited = s
         .wait_exit(std::time::Duration::from_secs(30))
         .expect("the old brisk exits");
