@@ -1591,3 +1591,74 @@ fn a_failed_preface_closes_and_http1_mistakes_still_get_400() {
     let r = s.request(b"INVALID CONNECTION PREFACE\r\n\r\n");
     assert_eq!(r.status, 400);
 }
+
+/// Sends `n` GETs of distinct files `/f/{first + i}.bin` on `c` and reads
+/// until each has its HEADERS or its RST_STREAM: how many of each came,
+/// and the RST_STREAM codes.
+fn answered_or_refused(c: &mut H2, first: usize, n: usize) -> (usize, Vec<u32>) {
+    let ids: Vec<u32> = (first..first + n)
+        .map(|i| c.get(&format!("/f/{i}.bin"), &[]))
+        .collect();
+    let (mut heads, mut codes) = (0, Vec::new());
+    while heads + codes.len() < n {
+        let f = c.frame().expect("the connection stays open");
+        if !ids.contains(&f.stream) {
+            continue;
+        }
+        match f.kind {
+            kind::HEADERS => {
+                // (Not 503: a file failing to open for want of a
+                // descriptor.)
+                assert_eq!(f.fields[0], (":status".into(), "200".into()));
+                heads += 1;
+            }
+            kind::RST_STREAM => codes.push(u32::from_be_bytes(f.payload[..4].try_into().unwrap())),
+            _ => assert!(
+                f.kind != kind::DATA || f.payload.is_empty(),
+                "no window, no data"
+            ),
+        }
+    }
+    (heads, codes)
+}
+
+#[test]
+fn streams_that_never_get_a_window_cannot_take_every_descriptor() {
+    // Every answer of a stream whose client never opens its window
+    // holds its file open until `timeouts.send`. Two connections opening
+    // streams of distinct large files used to take every descriptor the
+    // process had: files then failed to open (503) and no new client was
+    // accepted. Now the worker's streams share half the descriptors
+    // (64 of 128 here): past it, a connection with 8 answers under way
+    // has its new streams refused (REFUSED_STREAM, to send again), and
+    // a new client is served.
+    let mut b = Builder::new();
+    for i in 0..200 {
+        b.file(&format!("f/{i}.bin"), &pattern(20 << 10));
+    }
+    b.file("index.html", b"still here\n");
+    b.config("[static]\nopen_file_cache = 0\n");
+    b.nofile(128);
+    let s = b.start();
+    let no_window = [(setting::INITIAL_WINDOW_SIZE, 0)];
+    let mut one = H2::connect(s.addr(), &no_window, 0);
+    let (heads, refused) = answered_or_refused(&mut one, 0, 100);
+    assert_eq!((heads, refused.len()), (64, 36), "{refused:?}");
+    assert!(refused
+        .iter()
+        .all(|&code| code == ErrorCode::RefusedStream as u32));
+    // A second connection has its fair share answered, no more.
+    let mut two = H2::connect(s.addr(), &no_window, 0);
+    let (heads, refused) = answered_or_refused(&mut two, 100, 100);
+    assert_eq!((heads, refused.len()), (8, 92), "{refused:?}");
+    // Descriptors are left for everyone else.
+    for _ in 0..3 {
+        let r = s.get("/index.html");
+        assert_eq!((r.status, &r.body[..]), (200, &b"still here\n"[..]));
+    }
+    let stderr = s.stderr();
+    assert!(
+        stderr.contains("8 or more streams of this HTTP/2 connection are answered while the worker's connections have 64 under way"),
+        "{stderr}"
+    );
+}

@@ -32,12 +32,27 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
     };
     // SAFETY: `lim` is a valid out-pointer.
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    NOFILE.store(lim.rlim_cur, std::sync::atomic::Ordering::Relaxed);
     if lim.rlim_cur < lim.rlim_max {
         lim.rlim_cur = lim.rlim_max;
         // SAFETY: `lim` is a valid rlimit.
         cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) })?;
+        NOFILE.store(lim.rlim_cur, std::sync::atomic::Ordering::Relaxed);
     }
     Ok(lim.rlim_cur)
+}
+
+/// The soft limit on open descriptors [`raise_nofile_limit`] set (read
+/// before the sandbox, which refuses `getrlimit`), 0 before it ran.
+static NOFILE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The soft limit on open descriptors, as [`raise_nofile_limit`] left it
+/// (`u64::MAX` where it is unlimited or was never read).
+pub fn nofile_limit() -> u64 {
+    match NOFILE.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => u64::MAX,
+        n => n,
+    }
 }
 
 /// Marks every descriptor above the standard three close-on-exec, so that

@@ -28,6 +28,11 @@ pub(super) struct Counts {
     pub(super) client_lines: LineBudget,
     /// Bytes of request bodies held for embedded handlers (all connections).
     pub(super) handler_bodies: u64,
+    /// HTTP/2 answers under way on the worker's other connections, as
+    /// counted for connection `.1` at `.0` (see `Worker::h2_crowded`):
+    /// counted again for another connection or a later pass of the loop.
+    #[cfg(feature = "http2")]
+    pub(super) stream_tally: (Instant, usize, usize),
 }
 
 impl Counts {
@@ -46,6 +51,8 @@ impl Counts {
             refusals: LineBudget::new(REFUSALS_PER_SEC, now),
             client_lines: LineBudget::new(REFUSALS_PER_SEC, now),
             handler_bodies: 0,
+            #[cfg(feature = "http2")]
+            stream_tally: (now, usize::MAX, 0),
         }
     }
 

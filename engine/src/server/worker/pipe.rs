@@ -14,6 +14,8 @@ use std::os::fd::{AsRawFd, RawFd};
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
 
+#[cfg(feature = "http2")]
+use super::h2::FAIR_SHARE;
 use super::{answering, Request, Worker, PIPE_BASE};
 use crate::config::Level;
 use crate::handlers::cgi::pipe_body::PipeBody;
@@ -47,6 +49,23 @@ pub(super) fn token_at(index: usize, i: usize) -> Token {
 pub(super) fn split_token(t: usize) -> (usize, usize) {
     let n = t - PIPE_BASE;
     (n / 3, n % 3)
+}
+
+/// Why a stream found no room, for the log line.
+#[derive(Clone, Copy)]
+pub(super) enum NoRoom<'a> {
+    /// Its program or upstream request (which this names): the
+    /// connection runs [`H2_PIPES`] already.
+    Programs(&'a dyn std::fmt::Display),
+    /// The worker's streams have `budget` answers under way, and this
+    /// client's connection its fair share (see `Worker::h2_crowded`).
+    #[cfg(feature = "http2")]
+    Crowded {
+        /// The client.
+        client: std::net::IpAddr,
+        /// The worker's `stream_budget`.
+        budget: usize,
+    },
 }
 
 /// Whether `c` may start no more programs or upstream requests for its
@@ -219,7 +238,7 @@ impl Worker {
         r: &mut Request,
     ) -> Plan {
         let proto = if c.speaks_h3() { "HTTP/3" } else { "HTTP/2" };
-        self.log_no_room(label, proto, format_args!("503"));
+        self.log_no_room(NoRoom::Programs(label), proto, format_args!("503"));
         Plan::told_error(Status::SERVICE_UNAVAILABLE, &mut r.scratch)
     }
 
@@ -234,12 +253,7 @@ impl Worker {
     /// Logged with `label` at `warn`, within the worker's budget of
     /// refusals' lines. Whether it was refused so (not over HTTP/3,
     /// whose caller answers 503: [`Worker::room_for`]).
-    pub(super) fn refuse_stream(
-        &mut self,
-        c: &mut Conn,
-        id: u32,
-        label: &dyn std::fmt::Display,
-    ) -> bool {
+    pub(super) fn refuse_stream(&mut self, c: &mut Conn, id: u32, why: NoRoom<'_>) -> bool {
         #[cfg(feature = "http2")]
         if let Some(s) = c.proto.h2_mut() {
             s.conn.refuse(id, self.clock.now);
@@ -249,35 +263,40 @@ impl Worker {
                 self.h2_forget(c, a);
             }
             let what = "refused (REFUSED_STREAM: the client may send it again)";
-            self.log_no_room(label, "HTTP/2", format_args!("stream {id} {what}"));
+            self.log_no_room(why, "HTTP/2", format_args!("stream {id} {what}"));
             return true;
         }
-        let _ = (c, id, label);
+        let _ = (c, id, why);
         false
     }
 
-    /// Logs that a stream of a `proto` connection found no room for its
-    /// program or upstream request (`label` names it) and `what` became
-    /// of it, within the
-    /// worker's budget of refusals' lines (a client that opens a hundred
-    /// streams at once is not a hundred lines).
-    fn log_no_room(
-        &mut self,
-        label: &dyn std::fmt::Display,
-        proto: &str,
-        what: std::fmt::Arguments<'_>,
-    ) {
+    /// Logs that a stream of a `proto` connection found no room (`why`)
+    /// and `what` became of it, within the worker's budget of refusals'
+    /// lines (a client that opens a hundred streams at once is not a
+    /// hundred lines).
+    fn log_no_room(&mut self, why: NoRoom<'_>, proto: &str, what: std::fmt::Arguments<'_>) {
         self.report_refusals_not_logged();
         if !self.logger.enabled(Level::Warn) || !self.counts.refusals.allow(self.clock.now) {
             return;
         }
-        self.logger.log(
-            Level::Warn,
-            format_args!(
-                "{label}: {H2_PIPES} programs and upstream requests already answer this \
-                 {proto} connection; {what}"
+        match why {
+            NoRoom::Programs(label) => self.logger.log(
+                Level::Warn,
+                format_args!(
+                    "{label}: {H2_PIPES} programs and upstream requests already answer this \
+                     {proto} connection; {what}"
+                ),
             ),
-        );
+            #[cfg(feature = "http2")]
+            NoRoom::Crowded { client, budget } => self.logger.log(
+                Level::Warn,
+                format_args!(
+                    "client {client}: {FAIR_SHARE} or more streams of this {proto} connection \
+                     are answered while the worker's connections have {budget} under way (half \
+                     the open-file limit, shared among the workers); {what}"
+                ),
+            ),
+        }
     }
 
     /// Registers the sources of `run`, the program answering the exchange

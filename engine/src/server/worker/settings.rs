@@ -25,6 +25,12 @@ pub(super) struct Settings {
     /// The HTTP/2 limits of its connections (`[http2]`'s), shared.
     #[cfg(feature = "http2")]
     pub(super) h2_limits: Option<Arc<crate::h2::Limits>>,
+    /// Answers the worker's HTTP/2 streams may have under way at once
+    /// before a connection past its fair share is refused more (see
+    /// `Worker::h2_crowded`): half the descriptors the process may open,
+    /// divided among the workers.
+    #[cfg(feature = "http2")]
+    pub(super) stream_budget: usize,
 }
 
 impl Settings {
@@ -60,13 +66,26 @@ impl Settings {
             max_trailers: cfg.limits.max_header_bytes,
         };
         Settings {
-            cfg,
             limits,
             body_limits,
             #[cfg(feature = "http2")]
             h2_limits: None,
+            #[cfg(feature = "http2")]
+            stream_budget: stream_budget(crate::sys::process::nofile_limit(), cfg.workers),
+            cfg,
         }
     }
+}
+
+/// The answers a worker's HTTP/2 streams may have under way at once
+/// while connections past their fair share open more (see
+/// `Worker::h2_crowded`): half of `nofile` descriptors (the other half
+/// for connections, the open-file cache, logs and programs), divided
+/// among `workers`.
+#[cfg(feature = "http2")]
+fn stream_budget(nofile: u64, workers: usize) -> usize {
+    let half = usize::try_from(nofile / 2).unwrap_or(usize::MAX);
+    (half / workers.max(1)).max(super::h2::FAIR_SHARE)
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ impl Worker {
     fn refuses(&mut self, c: &mut Conn, stream: Option<u32>, label: &str) -> bool {
         #[cfg(feature = "http2")]
         if let Some(id) = stream.filter(|_| c.h2().is_some() && super::pipe::programs_full(c)) {
-            return self.refuse_stream(c, id, &label);
+            return self.refuse_stream(c, id, super::pipe::NoRoom::Programs(&label));
         }
         let _ = (c, stream, label);
         false

@@ -31,6 +31,7 @@
 //! answered 408 on its HTTP/2 stream (`h2_body_timeouts`, worker/h2/body.rs),
 //! since the connection's other streams go on.
 
+use super::pipe::NoRoom;
 use super::{Request, Worker};
 use crate::access::Check;
 use crate::config::Level;
@@ -460,7 +461,7 @@ impl Worker {
     ) -> Option<Plan> {
         let label = format!("cgi for {}", String::from_utf8_lossy(r.req.target()));
         match stream {
-            Some(id) if self.refuse_stream(c, id, &label) => None,
+            Some(id) if self.refuse_stream(c, id, NoRoom::Programs(&label)) => None,
             _ => Some(self.no_room_503(c, &label, r)),
         }
     }

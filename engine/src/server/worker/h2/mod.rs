@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use super::clock::Clock;
 use super::counting::Counts;
 use super::dispatch::{answering, request_record};
+use super::pipe::NoRoom;
 use super::timers::Timers;
 use super::{access_log, Request, Worker, OUT_KEEP, SCRATCH_KEEP};
 use crate::access::throttle::Throttle;
@@ -56,6 +57,11 @@ pub(super) mod streams;
 /// Most of a file's body framed for a stream at once (read in one call
 /// behind its frames' headers).
 const FILE_BATCH: usize = 256 * 1024;
+
+/// Streams of one connection that may be under way at once whatever the
+/// worker's load (see [`Worker::h2_crowded`]): a browser's first burst
+/// of a page's assets gets this many answered while a crowd is served.
+pub(super) const FAIR_SHARE: usize = 8;
 
 /// Whether plain connection `c` is fresh for [`opening`]: it has served
 /// no request and is not reading one beyond its head.
@@ -282,6 +288,14 @@ impl Worker {
     /// buffers lent for it), and answered or held.
     fn h2_request(&mut self, c: &mut Conn, r: &mut Request, id: u32, end_stream: bool) {
         r.scratch.clear();
+        if self.h2_crowded(c) {
+            let why = NoRoom::Crowded {
+                client: c.peer.ip(),
+                budget: self.settings.stream_budget,
+            };
+            self.refuse_stream(c, id, why);
+            return;
+        }
         let Some(s) = c.proto.h2() else { return };
         let built = request::fill(
             &mut r.req,
@@ -295,6 +309,39 @@ impl Worker {
         };
         self.h2_answer(c, r, id, plan, 0);
         self.h2_body_unless_read(c, id, end_stream, r.req.body());
+    }
+
+    /// Whether a new stream of `c` is to be refused (RST_STREAM
+    /// REFUSED_STREAM, which a client may send again) rather than
+    /// answered: `c` has [`FAIR_SHARE`] answers under way or more, and
+    /// the worker's connections have `stream_budget` (half the process's
+    /// descriptors, shared among the workers). Each answer under way may
+    /// hold a descriptor (a large file, a program's pipe, an upstream's
+    /// socket) until the client's flow-control window lets its last
+    /// bytes go, so without this a few connections that open every
+    /// stream they may and never open a window would hold every
+    /// descriptor the process has until `timeouts.send`: no one else's
+    /// connection accepted, no file opened. A connection within its fair
+    /// share is answered whatever the load.
+    fn h2_crowded(&mut self, c: &Conn) -> bool {
+        let Some(mine) = c.proto.h2().map(|s| s.answers.len()) else {
+            return false;
+        };
+        if mine < FAIR_SHARE {
+            return false;
+        }
+        // (`c` is out of the slab while it is served: the others are
+        // counted, once per connection and pass of the loop.)
+        let (now, index) = (self.clock.now, c.index);
+        let tally = &mut self.counts.stream_tally;
+        if (tally.0, tally.1) != (now, index) {
+            let others = (self.conns.iter())
+                .filter_map(|c| c.proto.h2())
+                .map(|s| s.answers.len())
+                .sum();
+            *tally = (now, index, others);
+        }
+        tally.2 + mine >= self.settings.stream_budget
     }
 
     /// How request `r` of stream `id` (HTTP/2's or HTTP/3's) is
