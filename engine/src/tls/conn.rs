@@ -451,7 +451,9 @@ impl TlsConn {
     /// The cipher suite, once negotiated, by the name OpenSSL gives it
     /// (`TLS_AES_128_GCM_SHA256`, `ECDHE-ECDSA-AES128-GCM-SHA256`): what
     /// Apache's `SSL_CIPHER` and nginx's `$ssl_cipher` show, so CGI
-    /// scripts and log readers see the names they know.
+    /// scripts and log readers see the names they know. (Every suite of
+    /// ring's provider has one: rustls's own names, the only others, are
+    /// not in the binary.)
     pub fn cipher(&self) -> Option<&'static str> {
         let suite = match &self.stage {
             Stage::Handshake(conn, _) => conn.negotiated_cipher_suite()?,
@@ -459,7 +461,7 @@ impl TlsConn {
             Stage::Gone => return None,
         }
         .suite();
-        openssl_name(suite).or_else(|| suite.as_str())
+        openssl_name(suite)
     }
 
     /// The ALPN protocol agreed on, if any.

@@ -65,12 +65,15 @@ pub fn provider() -> rustls::crypto::CryptoProvider {
     let mut p = rustls::crypto::ring::default_provider();
     // A stable sort: AES-128 before AES-256 in each version, the rest in
     // rustls's order (TLS 1.3 first, ChaCha20 last).
+    use rustls::CipherSuite as C;
     crate::sort::sort_by_key(&mut p.cipher_suites, |s| {
-        let name = s.suite().as_str().unwrap_or_default();
-        (
-            s.version() != &rustls::version::TLS13,
-            !name.contains("AES_128"),
-        )
+        let aes128 = matches!(
+            s.suite(),
+            C::TLS13_AES_128_GCM_SHA256
+                | C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+                | C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+        );
+        (s.version() != &rustls::version::TLS13, !aes128)
     });
     p
 }
