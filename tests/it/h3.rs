@@ -1140,3 +1140,73 @@ fn a_password_check_holds_the_request_and_its_body_then_answers() {
     assert_eq!(fields(&r[2])[0], ":status: 200");
     assert_eq!(text(&r[2]), upload);
 }
+
+#[test]
+fn streams_that_never_get_a_window_cannot_take_every_descriptor() {
+    // As over HTTP/2 (tests/it/h2.rs): streams whose client lets one
+    // byte of each answer through hold their files open; past half the
+    // descriptors (64 of 128 here), a connection with 8 answers under
+    // way has its new streams rejected (H3_REQUEST_REJECTED, to send
+    // again), and a new client is served.
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    let mut b = Builder::new();
+    for i in 0..200 {
+        b.file(&format!("f/{i}.bin"), &noise(20 << 10, i + 1));
+    }
+    b.file("index.html", b"still here\n");
+    b.config("[static]\nopen_file_cache = 0\n");
+    b.nofile(128);
+    b.tls().arg("--http3");
+    let s = b.start();
+    // Each client holds its connection open once it has said what came.
+    let hold = |first: usize, n: usize| {
+        let requests: Vec<_> = (first..first + n)
+            .map(|i| json!({"method": "GET", "path": format!("/f/{i}.bin")}))
+            .collect();
+        let spec = json!({
+            "port": s.addr().port(), "ca": testdata("ca.pem"), "sni": "a.test",
+            "requests": requests, "timeout": 20,
+            "stream_window": 1, "first_byte": true, "hold_after": 30,
+        });
+        let mut child = Command::new("python3")
+            .arg(client())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3");
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(stdin, "{spec}").expect("spec");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the client's line");
+        let out: Value = serde_json::from_str(&line).expect("the client's JSON");
+        let (mut answered, mut rejected) = (0, 0);
+        for r in out["responses"].as_array().expect("responses") {
+            match (r["received"].as_u64(), r["reset"].as_u64()) {
+                (Some(n), None) if n > 0 => answered += 1,
+                // H3_REQUEST_REJECTED, before any byte.
+                (Some(0), Some(0x10b)) => rejected += 1,
+                _ => panic!("neither answered nor rejected: {r} ({})", out["terminated"]),
+            }
+        }
+        (child, stdin, answered, rejected)
+    };
+    let (mut one, one_in, answered, rejected) = hold(0, 100);
+    assert_eq!((answered, rejected), (64, 36));
+    let (mut two, two_in, answered, rejected) = hold(100, 60);
+    assert_eq!((answered, rejected), (8, 52));
+    for _ in 0..3 {
+        let mut c = s.connect_tls();
+        c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+        let r = c.read_response(false);
+        assert_eq!((r.status, &r.body[..]), (200, &b"still here\n"[..]));
+    }
+    s.wait_stderr_line("8 or more streams of this HTTP/3 connection are answered");
+    drop((one_in, two_in));
+    let _ = (one.kill(), two.kill(), one.wait(), two.wait());
+}

@@ -221,6 +221,17 @@ impl Conn {
         self.proto.h2()
     }
 
+    /// How many answers of its streams are under way (HTTP/2's or
+    /// HTTP/3's); `None` for a connection without streams.
+    #[cfg(feature = "http2")]
+    pub fn streams_under_way(&self) -> Option<usize> {
+        #[cfg(feature = "http3")]
+        if let Some(s) = self.h3() {
+            return Some(s.answers.len());
+        }
+        self.h2().map(|s| s.answers.len())
+    }
+
     /// Its HTTP/2 session, to move it (see [`Proto::h2_mut`]).
     #[cfg(feature = "http2")]
     #[inline]

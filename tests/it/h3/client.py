@@ -31,6 +31,13 @@ server did (for "stop_sending").
 With "hold": SECONDS instead of requests, it prints "connected" once the
 handshake is done and then waits for the server to close the connection:
   {"terminated": [CODE, REASON] or null}
+With "stream_window": N, each request stream lets the server send N
+bytes and no more (QUIC's initial stream flow-control limit, never
+raised), and with
+"first_byte": true a request is done at the first byte of its answer
+(or its reset): its response then says "received", the bytes that came.
+With "hold_after": SECONDS, the output is printed (one line) and the
+connection kept open until its stdin closes (at most that long).
 Exit status 2 when aioquic is missing (the test then skips, loudly).
 """
 
@@ -77,6 +84,8 @@ class Recording:
 
 
 class Client(QuicConnectionProtocol):
+    stream_window = None
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.h3 = H3Connection(self._quic)
@@ -98,6 +107,19 @@ class Client(QuicConnectionProtocol):
         # Stateless resets received (aioquic 1.7 does not look for them:
         # counted here as RFC 9000 §10.3.1 has a client recognise them).
         self.resets = 0
+        self.first_byte = False
+        if self.stream_window is not None:
+            # The request streams' limit alone (the server's control and
+            # QPACK streams get aioquic's), never raised.
+            q = self._quic
+            q._local_max_stream_data_bidi_local = self.stream_window
+            raise_limits = q._write_stream_limits
+
+            def limits(builder, space, stream):
+                if stream.stream_id % 4 != 0:
+                    raise_limits(builder, space, stream)
+
+            q._write_stream_limits = limits
 
     def datagram_received(self, data, addr):
         q = self._quic
@@ -132,6 +154,7 @@ class Client(QuicConnectionProtocol):
             "body": bytearray(),
             "reset": None,
             "stop_sending": None,
+            "received": 0,
         }
         self.done[sid] = self._loop.create_future()
         self.transmit()
@@ -144,6 +167,10 @@ class Client(QuicConnectionProtocol):
     def quic_event_received(self, event):
         if isinstance(event, StreamDataReceived) and event.stream_id == 3:
             self.control += event.data
+        if isinstance(event, StreamDataReceived) and event.stream_id in self.streams:
+            self.streams[event.stream_id]["received"] += len(event.data)
+            if self.first_byte and event.data:
+                self.finish(event.stream_id)
         if isinstance(event, StopSendingReceived) and event.stream_id in self.streams:
             self.streams[event.stream_id]["stop_sending"] = event.error_code
         if isinstance(event, StreamReset) and event.stream_id in self.streams:
@@ -170,9 +197,11 @@ async def main(spec):
     config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN)
     config.load_verify_locations(spec["ca"])
     config.server_name = spec.get("sni", "a.test")
+    Client.stream_window = spec.get("stream_window")
     async with connect(
         "127.0.0.1", spec["port"], configuration=config, create_protocol=Client
     ) as client:
+        client.first_byte = spec.get("first_byte", False)
         if "hold" in spec:
             # Connected: say so, then wait (bounded) for the server to
             # close the connection, and say how.
@@ -233,6 +262,7 @@ async def main(spec):
                     "sha256": hashlib.sha256(body).hexdigest(),
                     "reset": s["reset"],
                     "stop_sending": s["stop_sending"],
+                    "received": s["received"],
                 }
             )
         for _ in range(int(spec.get("linger", 0) * 100)):
@@ -241,8 +271,17 @@ async def main(spec):
             await asyncio.sleep(0.01)
         out["terminated"] = client.terminated
         out["control"] = client.control.hex()
+        if "hold_after" in spec:
+            print(json.dumps(out), flush=True)
+            # Until stdin closes (the test is done), bounded.
+            reader = asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+            await asyncio.wait_for(reader, spec["hold_after"])
+            return None
         return out
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(json.load(sys.stdin)))))
+    spec = json.loads(sys.stdin.readline())
+    out = asyncio.run(main(spec))
+    if out is not None:
+        print(json.dumps(out))

@@ -28,8 +28,8 @@ pub(super) struct Counts {
     pub(super) client_lines: LineBudget,
     /// Bytes of request bodies held for embedded handlers (all connections).
     pub(super) handler_bodies: u64,
-    /// HTTP/2 answers under way on the worker's other connections, as
-    /// counted for connection `.1` at `.0` (see `Worker::h2_crowded`):
+    /// HTTP/2 and HTTP/3 answers under way on the worker's other connections, as
+    /// counted for connection `.1` at `.0` (see `Worker::crowded`):
     /// counted again for another connection or a later pass of the loop.
     #[cfg(feature = "http2")]
     pub(super) stream_tally: (Instant, usize, usize),

@@ -15,6 +15,7 @@ use quinn_proto::{Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteErr
 
 use super::dispatch::answering;
 use super::h2::streams::{upstream_time, Drove, H3};
+use super::pipe::NoRoom;
 use super::produced::{pump, Tools};
 use super::quic::Arrival;
 use super::{Request, Worker, SCRATCH_KEEP, SPARES};
@@ -420,6 +421,23 @@ impl Worker {
         // with no body, as if its HEADERS had ended it: no STOP_SENDING
         // for a body that will never come, a frame a request saved.)
         let end = end || (ended && body.is_empty());
+        if self.crowded(c) {
+            // (As HTTP/2 refuses it: `Worker::crowded`.)
+            if let Some(s) = c.h3_mut() {
+                let code = VarInt::from_u32(Code::REQUEST_REJECTED.0);
+                let _ = s.quic.recv_stream(id).stop(code);
+                let _ = s.quic.send_stream(id).reset(code);
+                s.h3.forget(key);
+                s.faults += 1;
+            }
+            let why = NoRoom::Crowded {
+                client: c.peer.ip(),
+                budget: self.settings.stream_budget,
+            };
+            let what = "rejected (H3_REQUEST_REJECTED: the client may send it again)";
+            self.log_no_room(why, "HTTP/3", format_args!("stream {index} {what}"));
+            return;
+        }
         let mut r = self.pools.lend_request(now);
         self.h3_request(c, &mut r, index, end);
         self.pools.take_back_request(r);

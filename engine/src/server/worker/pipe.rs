@@ -58,7 +58,7 @@ pub(super) enum NoRoom<'a> {
     /// connection runs [`H2_PIPES`] already.
     Programs(&'a dyn std::fmt::Display),
     /// The worker's streams have `budget` answers under way, and this
-    /// client's connection its fair share (see `Worker::h2_crowded`).
+    /// client's connection its fair share (see `Worker::crowded`).
     #[cfg(feature = "http2")]
     Crowded {
         /// The client.
@@ -274,7 +274,12 @@ impl Worker {
     /// and `what` became of it, within the worker's budget of refusals'
     /// lines (a client that opens a hundred streams at once is not a
     /// hundred lines).
-    fn log_no_room(&mut self, why: NoRoom<'_>, proto: &str, what: std::fmt::Arguments<'_>) {
+    pub(super) fn log_no_room(
+        &mut self,
+        why: NoRoom<'_>,
+        proto: &str,
+        what: std::fmt::Arguments<'_>,
+    ) {
         self.report_refusals_not_logged();
         if !self.logger.enabled(Level::Warn) || !self.counts.refusals.allow(self.clock.now) {
             return;

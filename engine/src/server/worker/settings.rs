@@ -27,7 +27,7 @@ pub(super) struct Settings {
     pub(super) h2_limits: Option<Arc<crate::h2::Limits>>,
     /// Answers the worker's HTTP/2 streams may have under way at once
     /// before a connection past its fair share is refused more (see
-    /// `Worker::h2_crowded`): half the descriptors the process may open,
+    /// `Worker::crowded`): half the descriptors the process may open,
     /// divided among the workers.
     #[cfg(feature = "http2")]
     pub(super) stream_budget: usize,
@@ -79,7 +79,7 @@ impl Settings {
 
 /// The answers a worker's HTTP/2 streams may have under way at once
 /// while connections past their fair share open more (see
-/// `Worker::h2_crowded`): half of `nofile` descriptors (the other half
+/// `Worker::crowded`): half of `nofile` descriptors (the other half
 /// for connections, the open-file cache, logs and programs), divided
 /// among `workers`.
 #[cfg(feature = "http2")]

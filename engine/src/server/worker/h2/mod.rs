@@ -59,7 +59,7 @@ pub(super) mod streams;
 const FILE_BATCH: usize = 256 * 1024;
 
 /// Streams of one connection that may be under way at once whatever the
-/// worker's load (see [`Worker::h2_crowded`]): a browser's first burst
+/// worker's load (see [`Worker::crowded`]): a browser's first burst
 /// of a page's assets gets this many answered while a crowd is served.
 pub(super) const FAIR_SHARE: usize = 8;
 
@@ -288,7 +288,7 @@ impl Worker {
     /// buffers lent for it), and answered or held.
     fn h2_request(&mut self, c: &mut Conn, r: &mut Request, id: u32, end_stream: bool) {
         r.scratch.clear();
-        if self.h2_crowded(c) {
+        if self.crowded(c) {
             let why = NoRoom::Crowded {
                 client: c.peer.ip(),
                 budget: self.settings.stream_budget,
@@ -311,8 +311,9 @@ impl Worker {
         self.h2_body_unless_read(c, id, end_stream, r.req.body());
     }
 
-    /// Whether a new stream of `c` is to be refused (RST_STREAM
-    /// REFUSED_STREAM, which a client may send again) rather than
+    /// Whether a new stream of `c` (HTTP/2's or HTTP/3's) is to be
+    /// refused (HTTP/2's RST_STREAM REFUSED_STREAM, HTTP/3's
+    /// H3_REQUEST_REJECTED: a client may send it again) rather than
     /// answered: `c` has [`FAIR_SHARE`] answers under way or more, and
     /// the worker's connections have `stream_budget` (half the process's
     /// descriptors, shared among the workers). Each answer under way may
@@ -323,8 +324,8 @@ impl Worker {
     /// descriptor the process has until `timeouts.send`: no one else's
     /// connection accepted, no file opened. A connection within its fair
     /// share is answered whatever the load.
-    fn h2_crowded(&mut self, c: &Conn) -> bool {
-        let Some(mine) = c.proto.h2().map(|s| s.answers.len()) else {
+    pub(super) fn crowded(&mut self, c: &Conn) -> bool {
+        let Some(mine) = c.streams_under_way() else {
             return false;
         };
         if mine < FAIR_SHARE {
@@ -336,8 +337,7 @@ impl Worker {
         let tally = &mut self.counts.stream_tally;
         if (tally.0, tally.1) != (now, index) {
             let others = (self.conns.iter())
-                .filter_map(|c| c.proto.h2())
-                .map(|s| s.answers.len())
+                .filter_map(|c| c.streams_under_way())
                 .sum();
             *tally = (now, index, others);
         }
