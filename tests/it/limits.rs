@@ -86,3 +86,21 @@ fn an_address_whose_unkeyed_hash_is_another_s_does_not_share_its_limit() {
     assert_eq!(r.status, 503, "{}", r.head);
     drop(attacker);
 }
+
+#[test]
+fn a_max_connections_the_descriptor_limit_cannot_hold_is_warned_of_at_start() {
+    // As nginx warns that its worker_connections exceed the open-file
+    // limit: 16,384 connections (the default) cannot be open with 256
+    // descriptors, and the start says so; 100 can, and it does not.
+    let mut b = Builder::new();
+    b.file("index.html", b"hi\n").nofile(256);
+    let s = b.start();
+    let line = s.wait_stderr_line("limits.max_connections = 16384 is more than the 256");
+    assert!(line.contains("[warn]"), "{line}");
+    assert_eq!(s.get("/index.html").body, b"hi\n");
+    let mut b = Builder::new();
+    b.nofile(256).config("[limits]\nmax_connections = 100\n");
+    let s = b.start();
+    s.wait_stderr_line("started 1 worker");
+    assert!(!s.stderr().contains("max_connections"), "{}", s.stderr());
+}

@@ -365,6 +365,22 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     }
     confined.notes.extend(tls_notes);
     let cfg = server.config();
+    // (Each connection takes a descriptor: past the process's limit,
+    // max_connections cannot be reached. nginx warns so of its
+    // worker_connections.)
+    let nofile = sys::process::nofile_limit();
+    if cfg.limits.max_connections as u64 >= nofile {
+        confined.notes.push((
+            Level::Warn,
+            format!(
+                "limits.max_connections = {} is more than the {nofile} descriptors the process \
+                 may open (ulimit -n, systemd's LimitNOFILE): near {nofile} connections new \
+                 ones wait and files fail to open (EMFILE); raise that limit, or lower \
+                 max_connections",
+                cfg.limits.max_connections
+            ),
+        ));
+    }
     if cfg.holds_bodies() {
         // Now as the server will run (its user, its sandbox): a directory
         // it cannot use would otherwise show only on the first large
