@@ -168,6 +168,32 @@ fn a_stream_that_fails_is_cut_short_and_logged() {
 }
 
 #[test]
+fn a_stream_that_fails_before_its_first_piece_is_answered_500() {
+    // Its first piece is asked for before the head goes: the client gets
+    // a 500 (and the close, as for any answer that failed before its
+    // head), not a 200 cut short; the server goes on.
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/s", streaming(Some(5))).unwrap();
+            s.mount("/now", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"now")
+            })
+            .unwrap();
+        },
+    );
+    let r = app.request(b"GET /s HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!((r.status, r.header("Connection")), (500, Some("close")));
+    assert_eq!(
+        app.request(b"GET /now HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"now"
+    );
+    wait_until("the failure logged", || {
+        app.error_log().contains("handler at /s: failed on purpose")
+    });
+}
+
+#[test]
 fn a_file_handed_to_the_engine_is_sent_whole() {
     let app = start(
         |_| {},

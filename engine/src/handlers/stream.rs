@@ -30,7 +30,9 @@ pub trait BodyStream {
     /// Appends the next piece of the body to `out` (about `room` bytes is
     /// a good size). Returns `Ok(true)` while more follows and
     /// `Ok(false)` once the body is complete; `Err` ends the answer cut
-    /// short (the reason goes to the error log). A call that appends
+    /// short (the reason goes to the error log), or, from the first call
+    /// (made before the head goes, HEAD requests' too), has it answered
+    /// 500 instead. A call that appends
     /// nothing and says more follows is taken as an error: the worker
     /// cannot wait for it.
     fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String>;
@@ -452,6 +454,7 @@ impl Streamed {
                 }),
                 left: self.length,
                 label: self.label,
+                first: None,
             }),
             Source::Later(channel) => Box::new(LaterBody {
                 channel,
@@ -473,6 +476,8 @@ struct LocalBody {
     /// What the length the handler gave leaves to send, if it gave one.
     left: Option<u64>,
     label: String,
+    /// The first piece, made before the head went, and what it was.
+    first: Option<(Vec<u8>, Gave)>,
 }
 
 impl fmt::Debug for LocalBody {
@@ -490,8 +495,37 @@ impl Produce for LocalBody {
 
     fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
         if let Some(head) = self.head.take() {
-            return Gave::Head(head, None);
+            // The first piece is made before the head goes (unless the
+            // status has no body): a body that fails at once is
+            // answered 500, not 200 and a cut.
+            if matches!(head.status, 100..=199 | 204 | 304) {
+                return Gave::Head(head, None);
+            }
+            return match self.piece(buf, cx) {
+                failed @ Gave::Fail(..) => failed,
+                gave => {
+                    self.first = Some((std::mem::take(buf), gave));
+                    Gave::Head(head, None)
+                }
+            };
         }
+        if let Some((piece, gave)) = self.first.take() {
+            *buf = piece;
+            return gave;
+        }
+        self.piece(buf, cx)
+    }
+
+    fn stops_at_bodiless_head(&self) -> bool {
+        true
+    }
+
+    fn stop(&mut self) {}
+}
+
+impl LocalBody {
+    /// The next piece of the body, into `buf`.
+    fn piece(&mut self, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
         if self.left == Some(0) {
             // (Its length given: nothing more is sent, whatever follows.)
             return Gave::End;
@@ -540,12 +574,6 @@ impl Produce for LocalBody {
             Err(why) => Gave::Fail(Status::INTERNAL_SERVER_ERROR, why),
         }
     }
-
-    fn stops_at_bodiless_head(&self) -> bool {
-        true
-    }
-
-    fn stop(&mut self) {}
 }
 
 /// A handler's answer given later by another thread ([`Later`]), as a
