@@ -1452,3 +1452,31 @@ fn a_servlet_that_yields_in_a_loop_is_stopped_within_cpu_time() {
         .contains("servlets.cpu_time exceeded"));
     assert!((100..=107).contains(&used), "{used} ticks of CPU");
 }
+
+#[test]
+fn an_xpcall_handler_does_not_escape_the_cpu_limit() {
+    // LuaJIT calls xpcall's handler before it unwinds, still inside the
+    // hook that raised the CPU limit's error, where no hook fires: a
+    // handler that looped held its worker at 100 % CPU for ever (every
+    // client of that worker waited, and SIGTERM never ended the server).
+    let s = one_worker(
+        &[
+            ("servlets/handler.lua", "function handle_request(req, res) xpcall(function() while true do end end, function(e) while true do end end) res:write('survived') end"),
+            ("servlets/nested.lua", "local function spin() while true do end end\nfunction handle_request(req, res) xpcall(spin, function(e) xpcall(spin, spin) while true do end end) end"),
+            // Any other error's handler runs as before, with its arguments.
+            ("servlets/handled.lua", "function handle_request(req, res) local ok, e = xpcall(function(a, b) error(a .. b, 0) end, function(e) return 'handled ' .. e end, 'x', 'y') local ok2, e2, e3 = xpcall(function() return 1, 2 end, error) res:write(tostring(ok) .. ' ' .. e .. ' ' .. tostring(ok2) .. ' ' .. e2 .. e3) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("handler", 503, "servlets.cpu_time exceeded"),
+            ("nested", 503, "servlets.cpu_time exceeded"),
+        ],
+    );
+    assert_eq!(
+        get(&s, "/servlets/handled.lua").text(),
+        "false handled xy true 12"
+    );
+}

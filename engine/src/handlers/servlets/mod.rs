@@ -215,7 +215,7 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, part, brisk_lib, new_request, has_room = ...
+local require_native, lazy_field, form, part, brisk_lib, new_request, has_room, cpu_limit = ...
 brisk = brisk_lib
 local rawload, raw_set = load, rawset
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
@@ -332,6 +332,22 @@ end
 local raw_sort = table.sort
 local function less(a, b) return a < b end
 table.sort = function(t, comp) return raw_sort(t, comp or less) end
+-- LuaJIT calls xpcall's handler before it unwinds: for the CPU limit's
+-- error that is still inside the hook that raised it (ffi::cpu), where
+-- no hook fires, so a handler that looped held the worker for ever,
+-- past any budget (and SIGTERM). That error is never handed to the
+-- servlet's handler: it goes on as it is, and the hook raises it again
+-- at the servlet's next instruction. Any other error's handler runs
+-- with hooks on, so one that runs too long is stopped ("error in error
+-- handling").
+local raw_xpcall = xpcall
+xpcall = function(f, handler, ...)
+  if type(handler) ~= "function" then return raw_xpcall(f, handler, ...) end
+  return raw_xpcall(f, function(e)
+    if e == cpu_limit then return e end
+    return handler(e)
+  end, ...)
+end
 -- A servlet's globals (made once per load, not per request): the base
 -- functions, and copies of the library tables (string, table, math, os,
 -- bit, coroutine, brisk and its json and shared), which it may change
@@ -430,6 +446,7 @@ impl State {
                 api::library(&lua, &settings.shared_site)?,
                 req::new_request_function(&lua)?,
                 ffi::stack::has_room_function(&lua)?,
+                cpu::CPU_LIMIT,
             ))?;
         // LuaJIT seeds math.random the same at every start: the same
         // "random" numbers in every worker, every run. Seeded from the
