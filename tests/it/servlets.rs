@@ -1480,3 +1480,29 @@ fn an_xpcall_handler_does_not_escape_the_cpu_limit() {
         "false handled xy true 12"
     );
 }
+
+#[test]
+fn table_insert_far_below_the_first_position_is_refused() {
+    // LuaJIT's table.insert(t, pos, v) moves every element from #t + 1
+    // down to pos in one C loop, where the hook never fires: a position
+    // of -1e9 (or 2^31, which it reads as -2^31) held the worker for
+    // minutes past cpu_time. Lua 5.2 and later refuse such a position.
+    let s = one_worker(
+        &[
+            ("servlets/low.lua", "function handle_request(req, res) table.insert({}, -1e9, 1) end"),
+            ("servlets/wrap.lua", "function handle_request(req, res) local ok, e = pcall(table.insert, {}, 2^31, 1) res:write(tostring(ok) .. ' ' .. e) end"),
+            // Every other use answers as LuaJIT's.
+            ("servlets/insert.lua", "function handle_request(req, res) local t = {'b'} table.insert(t, 'c') table.insert(t, 1, 'a') table.insert(t, '2', 'x') table.insert(t, 10, 'z') local ok, e = pcall(table.insert, t) res:write(table.concat(t) .. t[10] .. ' ' .. tostring(ok) .. ' ' .. e) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(&s, &[("low", 500, "position out of bounds")]);
+    assert_eq!(
+        get(&s, "/servlets/wrap.lua").text(),
+        "false bad argument #2 to 'insert' (position out of bounds)"
+    );
+    assert_eq!(
+        get(&s, "/servlets/insert.lua").text(),
+        "axbcz false wrong number of arguments to 'insert'"
+    );
+}

@@ -348,6 +348,22 @@ xpcall = function(f, handler, ...)
     return handler(e)
   end, ...)
 end
+-- table.insert(t, pos, v) moves the elements from #t + 1 down to pos in
+-- one C loop (LuaJIT's lib_table.c), where the hook never fires: a
+-- position of -1e9 (or 2^31, read as -2^31) held the worker for
+-- minutes. Refused below 1 and from 2^31 on, as Lua 5.2 refuses a
+-- position out of bounds; any other call is LuaJIT's.
+local raw_insert = table.insert
+table.insert = function(...)
+  if select('#', ...) == 3 then
+    local t, pos = ...
+    local p = type(t) == "table" and tonumber(pos)
+    if p and not (p >= 1 and p < 2^31) then
+      error("bad argument #2 to 'insert' (position out of bounds)", 2)
+    end
+  end
+  return raw_insert(...)
+end
 -- A servlet's globals (made once per load, not per request): the base
 -- functions, and copies of the library tables (string, table, math, os,
 -- bit, coroutine, brisk and its json and shared), which it may change
