@@ -1506,3 +1506,44 @@ fn table_insert_far_below_the_first_position_is_refused() {
         "axbcz false wrong number of arguments to 'insert'"
     );
 }
+
+#[test]
+fn res_write_inside_a_c_call_gathers_instead_of_failing() {
+    // res:write yields to brisk once 64 KiB are gathered, and a yield
+    // cannot cross a C call: written from a gsub callback, a sort
+    // comparator or a gsub table's __index (or from a coroutine resumed
+    // there), the answer failed (500, "attempt to yield across C-call
+    // boundary"), only once it grew past 64 KiB. It now goes on
+    // gathering there, and leaves once the servlet can yield again.
+    let big = "local big = string.rep('y', 30000)\n";
+    let gsub = format!("{big}function handle_request(req, res) local s = ('abcde'):gsub('.', function(c) res:write(big) return c end) res:write(s) end");
+    let sort = format!("{big}function handle_request(req, res) local t = {{3, 2, 1}} table.sort(t, function(a, b) res:write(big) return a < b end) res:write(table.concat(t)) end");
+    let index = format!("{big}function handle_request(req, res) local s = ('xxxxx'):gsub('x', setmetatable({{}}, {{__index = function() res:write(big) return 'z' end}})) res:write(s) end");
+    let co = format!("{big}function handle_request(req, res) local s = ('abcde'):gsub('.', function(c) local f = coroutine.wrap(function() res:write(big) res:write(big) return c end) return f() end) res:write(s) end");
+    let s = server(&[
+        ("servlets/gsub.lua", &gsub),
+        ("servlets/sort.lua", &sort),
+        ("servlets/index.lua", &index),
+        ("servlets/co.lua", &co),
+    ]);
+    for (path, writes, tail) in [
+        ("gsub", 5, "abcde"),
+        ("sort", 0, "123"),
+        ("index", 5, "zzzzz"),
+        ("co", 10, "abcde"),
+    ] {
+        let r = get(&s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let body = r.text();
+        assert!(body.ends_with(tail), "{path}");
+        if writes > 0 {
+            assert_eq!(body.len(), writes * 30000 + tail.len(), "{path}");
+        } else {
+            assert!(
+                body.len() >= 2 * 30000 + tail.len(),
+                "{path}: {}",
+                body.len()
+            );
+        }
+    }
+}

@@ -299,11 +299,14 @@ end
 -- the answer was cut short, silently). resume passes it on up, and
 -- resumes the coroutine where it wrote once brisk resumes this one.
 local co_resume, co_create, co_yield = coroutine.resume, coroutine.create, coroutine.yield
+local yieldable = coroutine.isyieldable
 local too_deep = "C stack overflow: coroutines nested too deep"
 local resume
+-- (Resumed inside a C call, such as a gsub callback, the servlet cannot
+-- yield: what its coroutine wrote stays gathered until it can.)
 local function passed(co, ok, mark, ...)
   if ok and mark == Res and select('#', ...) == 0 then
-    co_yield(Res)
+    if yieldable() then co_yield(Res) end
     return resume(co)
   end
   return ok, mark, ...
