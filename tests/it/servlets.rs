@@ -1547,3 +1547,15 @@ fn res_write_inside_a_c_call_gathers_instead_of_failing() {
         }
     }
 }
+
+#[test]
+fn require_gives_the_libraries_as_lua_does() {
+    // `local bit = require("bit")` starts much LuaJIT code: it failed
+    // ("no bit.lua in the servlet directories"), as did require "string".
+    // Each is the servlet's own copy, the global of that name.
+    let s = server(&[(
+        "servlets/libs.lua",
+        "local bit = require('bit')\nfunction handle_request(req, res) local same = true for _, n in ipairs({'string', 'table', 'math', 'os', 'bit', 'coroutine'}) do same = same and require(n) == _G[n] end res:write(bit.band(7, 3) .. ' ' .. tostring(same) .. ' ' .. tostring(require('_G') == _G)) end",
+    )]);
+    assert_eq!(get(&s, "/servlets/libs.lua").text(), "3 true true");
+}

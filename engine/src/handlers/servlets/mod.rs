@@ -385,7 +385,12 @@ local function environment()
   local b = env.brisk
   b.json, b.shared = copy(b.json), copy(b.shared)
   env.load = function(chunk, name, mode, e) return rawload(chunk, name, "t", e or env) end
-  local loaded, loading = {}, {}
+  -- (require "bit", as much LuaJIT code starts, and the other libraries
+  -- by name, as Lua's package.loaded has them: the servlet's copies.)
+  local loaded, loading = {
+    _G = env, string = env.string, table = env.table, math = env.math,
+    os = env.os, bit = env.bit, coroutine = env.coroutine,
+  }, {}
   env.require = function(name)
     local v = loaded[name]
     if v ~= nil then return v end
