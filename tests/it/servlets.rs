@@ -1559,3 +1559,40 @@ fn require_gives_the_libraries_as_lua_does() {
     )]);
     assert_eq!(get(&s, "/servlets/libs.lua").text(), "3 true true");
 }
+
+#[test]
+fn a_servlet_file_larger_than_the_memory_limit_is_not_read() {
+    // A servlet (or module) file was read whole into the worker, outside
+    // servlets.memory, before Lua saw it: a 1 GiB sparse file took the
+    // worker to 2 GiB and 5 s of parsing, and a larger one could take the
+    // whole server down. (Sparse files here: nothing is written.)
+    let mut b = Builder::new();
+    b.file("servlets/hello.lua", HELLO.as_bytes());
+    b.file("servlets/big.lua", b"");
+    b.file("servlets/bigmod.lua", b"");
+    b.file(
+        "servlets/usebig.lua",
+        b"function handle_request(req, res) local ok, e = pcall(require, 'bigmod') res:write(tostring(ok) .. ' ' .. tostring(e)) end",
+    );
+    for name in ["big", "bigmod"] {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(b.root().join(format!("servlets/{name}.lua")))
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+    }
+    b.config(CONFIG).workers(1);
+    let s = b.start();
+    let r = get(&s, "/servlets/big.lua");
+    assert_eq!(r.status, 500);
+    let line = s.wait_stderr_line("servlet servlets/big.lua");
+    assert!(line.contains("larger than servlets.memory"), "{line}");
+    let r = get(&s, "/servlets/usebig.lua");
+    assert!(
+        r.text().contains("larger than servlets.memory"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}

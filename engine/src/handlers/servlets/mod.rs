@@ -544,14 +544,31 @@ impl State {
     }
 
     /// Reads `rel` beneath the root; one of the files brisk itself reads
-    /// (its configuration named `x.lua`) is not there.
+    /// (its configuration named `x.lua`) is not there. A file larger
+    /// than `servlets.memory` is refused unread (`FileTooLarge`): read
+    /// whole into the worker, outside that limit, a 1 GiB sparse file
+    /// took the worker to 2 GiB (no state could hold its code anyway).
     fn read(&self, rel: &[u8]) -> std::io::Result<(String, Meta)> {
-        let (mut f, meta) = self.root.open_file(rel)?;
+        let (f, meta) = self.root.open_file(rel)?;
         if self.settings.protected.contains(&meta) {
             return Err(std::io::ErrorKind::NotFound.into());
         }
+        let limit = self.settings.servlets.memory;
+        let too_large = || {
+            std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!("larger than servlets.memory ({limit} bytes): not loaded"),
+            )
+        };
+        if meta.size > limit {
+            return Err(too_large());
+        }
+        // (Bounded as it is read too: the file may grow meanwhile.)
         let mut text = String::new();
-        f.read_to_string(&mut text)?;
+        f.take(limit.saturating_add(1)).read_to_string(&mut text)?;
+        if text.len() as u64 > limit {
+            return Err(too_large());
+        }
         Ok((text, meta))
     }
 
@@ -572,8 +589,12 @@ impl State {
         let file = format!("{}.lua", name.replace('.', "/"));
         for prefix in &self.settings.servlets.paths {
             let rel = format!("{}{file}", &prefix[1..]);
-            let Ok((text, _)) = self.read(rel.as_bytes()) else {
-                continue;
+            let text = match self.read(rel.as_bytes()) {
+                Ok((text, _)) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                    return Err(mlua::Error::runtime(format!("require {name:?}: {rel} {e}")));
+                }
+                Err(_) => continue,
             };
             let v: Value = self
                 .lua
@@ -610,6 +631,7 @@ impl State {
         drop(modules);
         let (text, meta) = self.read(rel).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Failure::NotFound,
+            std::io::ErrorKind::FileTooLarge => Failure::Error(e.to_string()),
             _ => Failure::Forbidden(e.to_string()),
         })?;
         let name = String::from_utf8_lossy(rel).into_owned();
