@@ -1452,3 +1452,147 @@ fn a_servlet_that_yields_in_a_loop_is_stopped_within_cpu_time() {
         .contains("servlets.cpu_time exceeded"));
     assert!((100..=107).contains(&used), "{used} ticks of CPU");
 }
+
+#[test]
+fn an_xpcall_handler_does_not_escape_the_cpu_limit() {
+    // LuaJIT calls xpcall's handler before it unwinds, still inside the
+    // hook that raised the CPU limit's error, where no hook fires: a
+    // handler that looped held its worker at 100 % CPU for ever (every
+    // client of that worker waited, and SIGTERM never ended the server).
+    let s = one_worker(
+        &[
+            ("servlets/handler.lua", "function handle_request(req, res) xpcall(function() while true do end end, function(e) while true do end end) res:write('survived') end"),
+            ("servlets/nested.lua", "local function spin() while true do end end\nfunction handle_request(req, res) xpcall(spin, function(e) xpcall(spin, spin) while true do end end) end"),
+            // Any other error's handler runs as before, with its arguments.
+            ("servlets/handled.lua", "function handle_request(req, res) local ok, e = xpcall(function(a, b) error(a .. b, 0) end, function(e) return 'handled ' .. e end, 'x', 'y') local ok2, e2, e3 = xpcall(function() return 1, 2 end, error) res:write(tostring(ok) .. ' ' .. e .. ' ' .. tostring(ok2) .. ' ' .. e2 .. e3) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("handler", 503, "servlets.cpu_time exceeded"),
+            ("nested", 503, "servlets.cpu_time exceeded"),
+        ],
+    );
+    assert_eq!(
+        get(&s, "/servlets/handled.lua").text(),
+        "false handled xy true 12"
+    );
+}
+
+#[test]
+fn table_insert_far_below_the_first_position_is_refused() {
+    // LuaJIT's table.insert(t, pos, v) moves every element from #t + 1
+    // down to pos in one C loop, where the hook never fires: a position
+    // of -1e9 (or 2^31, which it reads as -2^31) held the worker for
+    // minutes past cpu_time. Lua 5.2 and later refuse such a position.
+    let s = one_worker(
+        &[
+            ("servlets/low.lua", "function handle_request(req, res) table.insert({}, -1e9, 1) end"),
+            ("servlets/wrap.lua", "function handle_request(req, res) local ok, e = pcall(table.insert, {}, 2^31, 1) res:write(tostring(ok) .. ' ' .. e) end"),
+            // Every other use answers as LuaJIT's.
+            ("servlets/insert.lua", "function handle_request(req, res) local t = {'b'} table.insert(t, 'c') table.insert(t, 1, 'a') table.insert(t, '2', 'x') table.insert(t, 10, 'z') local ok, e = pcall(table.insert, t) res:write(table.concat(t) .. t[10] .. ' ' .. tostring(ok) .. ' ' .. e) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(&s, &[("low", 500, "position out of bounds")]);
+    assert_eq!(
+        get(&s, "/servlets/wrap.lua").text(),
+        "false bad argument #2 to 'insert' (position out of bounds)"
+    );
+    assert_eq!(
+        get(&s, "/servlets/insert.lua").text(),
+        "axbcz false wrong number of arguments to 'insert'"
+    );
+}
+
+#[test]
+fn res_write_inside_a_c_call_gathers_instead_of_failing() {
+    // res:write yields to brisk once 64 KiB are gathered, and a yield
+    // cannot cross a C call: written from a gsub callback, a sort
+    // comparator or a gsub table's __index (or from a coroutine resumed
+    // there), the answer failed (500, "attempt to yield across C-call
+    // boundary"), only once it grew past 64 KiB. It now goes on
+    // gathering there, and leaves once the servlet can yield again.
+    let big = "local big = string.rep('y', 30000)\n";
+    let gsub = format!("{big}function handle_request(req, res) local s = ('abcde'):gsub('.', function(c) res:write(big) return c end) res:write(s) end");
+    let sort = format!("{big}function handle_request(req, res) local t = {{3, 2, 1}} table.sort(t, function(a, b) res:write(big) return a < b end) res:write(table.concat(t)) end");
+    let index = format!("{big}function handle_request(req, res) local s = ('xxxxx'):gsub('x', setmetatable({{}}, {{__index = function() res:write(big) return 'z' end}})) res:write(s) end");
+    let co = format!("{big}function handle_request(req, res) local s = ('abcde'):gsub('.', function(c) local f = coroutine.wrap(function() res:write(big) res:write(big) return c end) return f() end) res:write(s) end");
+    let s = server(&[
+        ("servlets/gsub.lua", &gsub),
+        ("servlets/sort.lua", &sort),
+        ("servlets/index.lua", &index),
+        ("servlets/co.lua", &co),
+    ]);
+    for (path, writes, tail) in [
+        ("gsub", 5, "abcde"),
+        ("sort", 0, "123"),
+        ("index", 5, "zzzzz"),
+        ("co", 10, "abcde"),
+    ] {
+        let r = get(&s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let body = r.text();
+        assert!(body.ends_with(tail), "{path}");
+        if writes > 0 {
+            assert_eq!(body.len(), writes * 30000 + tail.len(), "{path}");
+        } else {
+            assert!(
+                body.len() >= 2 * 30000 + tail.len(),
+                "{path}: {}",
+                body.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn require_gives_the_libraries_as_lua_does() {
+    // `local bit = require("bit")` starts much LuaJIT code: it failed
+    // ("no bit.lua in the servlet directories"), as did require "string".
+    // Each is the servlet's own copy, the global of that name.
+    let s = server(&[(
+        "servlets/libs.lua",
+        "local bit = require('bit')\nfunction handle_request(req, res) local same = true for _, n in ipairs({'string', 'table', 'math', 'os', 'bit', 'coroutine'}) do same = same and require(n) == _G[n] end res:write(bit.band(7, 3) .. ' ' .. tostring(same) .. ' ' .. tostring(require('_G') == _G)) end",
+    )]);
+    assert_eq!(get(&s, "/servlets/libs.lua").text(), "3 true true");
+}
+
+#[test]
+fn a_servlet_file_larger_than_the_memory_limit_is_not_read() {
+    // A servlet (or module) file was read whole into the worker, outside
+    // servlets.memory, before Lua saw it: a 1 GiB sparse file took the
+    // worker to 2 GiB and 5 s of parsing, and a larger one could take the
+    // whole server down. (Sparse files here: nothing is written.)
+    let mut b = Builder::new();
+    b.file("servlets/hello.lua", HELLO.as_bytes());
+    b.file("servlets/big.lua", b"");
+    b.file("servlets/bigmod.lua", b"");
+    b.file(
+        "servlets/usebig.lua",
+        b"function handle_request(req, res) local ok, e = pcall(require, 'bigmod') res:write(tostring(ok) .. ' ' .. tostring(e)) end",
+    );
+    for name in ["big", "bigmod"] {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(b.root().join(format!("servlets/{name}.lua")))
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+    }
+    b.config(CONFIG).workers(1);
+    let s = b.start();
+    let r = get(&s, "/servlets/big.lua");
+    assert_eq!(r.status, 500);
+    let line = s.wait_stderr_line("servlet servlets/big.lua");
+    assert!(line.contains("larger than servlets.memory"), "{line}");
+    let r = get(&s, "/servlets/usebig.lua");
+    assert!(
+        r.text().contains("larger than servlets.memory"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}

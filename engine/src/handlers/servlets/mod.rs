@@ -215,7 +215,7 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, part, brisk_lib, new_request, has_room = ...
+local require_native, lazy_field, form, part, brisk_lib, new_request, has_room, cpu_limit = ...
 brisk = brisk_lib
 local rawload, raw_set = load, rawset
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
@@ -299,11 +299,14 @@ end
 -- the answer was cut short, silently). resume passes it on up, and
 -- resumes the coroutine where it wrote once brisk resumes this one.
 local co_resume, co_create, co_yield = coroutine.resume, coroutine.create, coroutine.yield
+local yieldable = coroutine.isyieldable
 local too_deep = "C stack overflow: coroutines nested too deep"
 local resume
+-- (Resumed inside a C call, such as a gsub callback, the servlet cannot
+-- yield: what its coroutine wrote stays gathered until it can.)
 local function passed(co, ok, mark, ...)
   if ok and mark == Res and select('#', ...) == 0 then
-    co_yield(Res)
+    if yieldable() then co_yield(Res) end
     return resume(co)
   end
   return ok, mark, ...
@@ -332,6 +335,38 @@ end
 local raw_sort = table.sort
 local function less(a, b) return a < b end
 table.sort = function(t, comp) return raw_sort(t, comp or less) end
+-- LuaJIT calls xpcall's handler before it unwinds: for the CPU limit's
+-- error that is still inside the hook that raised it (ffi::cpu), where
+-- no hook fires, so a handler that looped held the worker for ever,
+-- past any budget (and SIGTERM). That error is never handed to the
+-- servlet's handler: it goes on as it is, and the hook raises it again
+-- at the servlet's next instruction. Any other error's handler runs
+-- with hooks on, so one that runs too long is stopped ("error in error
+-- handling").
+local raw_xpcall = xpcall
+xpcall = function(f, handler, ...)
+  if type(handler) ~= "function" then return raw_xpcall(f, handler, ...) end
+  return raw_xpcall(f, function(e)
+    if e == cpu_limit then return e end
+    return handler(e)
+  end, ...)
+end
+-- table.insert(t, pos, v) moves the elements from #t + 1 down to pos in
+-- one C loop (LuaJIT's lib_table.c), where the hook never fires: a
+-- position of -1e9 (or 2^31, read as -2^31) held the worker for
+-- minutes. Refused below 1 and from 2^31 on, as Lua 5.2 refuses a
+-- position out of bounds; any other call is LuaJIT's.
+local raw_insert = table.insert
+table.insert = function(...)
+  if select('#', ...) == 3 then
+    local t, pos = ...
+    local p = type(t) == "table" and tonumber(pos)
+    if p and not (p >= 1 and p < 2^31) then
+      error("bad argument #2 to 'insert' (position out of bounds)", 2)
+    end
+  end
+  return raw_insert(...)
+end
 -- A servlet's globals (made once per load, not per request): the base
 -- functions, and copies of the library tables (string, table, math, os,
 -- bit, coroutine, brisk and its json and shared), which it may change
@@ -350,7 +385,12 @@ local function environment()
   local b = env.brisk
   b.json, b.shared = copy(b.json), copy(b.shared)
   env.load = function(chunk, name, mode, e) return rawload(chunk, name, "t", e or env) end
-  local loaded, loading = {}, {}
+  -- (require "bit", as much LuaJIT code starts, and the other libraries
+  -- by name, as Lua's package.loaded has them: the servlet's copies.)
+  local loaded, loading = {
+    _G = env, string = env.string, table = env.table, math = env.math,
+    os = env.os, bit = env.bit, coroutine = env.coroutine,
+  }, {}
   env.require = function(name)
     local v = loaded[name]
     if v ~= nil then return v end
@@ -430,6 +470,7 @@ impl State {
                 api::library(&lua, &settings.shared_site)?,
                 req::new_request_function(&lua)?,
                 ffi::stack::has_room_function(&lua)?,
+                cpu::CPU_LIMIT,
             ))?;
         // LuaJIT seeds math.random the same at every start: the same
         // "random" numbers in every worker, every run. Seeded from the
@@ -503,14 +544,31 @@ impl State {
     }
 
     /// Reads `rel` beneath the root; one of the files brisk itself reads
-    /// (its configuration named `x.lua`) is not there.
+    /// (its configuration named `x.lua`) is not there. A file larger
+    /// than `servlets.memory` is refused unread (`FileTooLarge`): read
+    /// whole into the worker, outside that limit, a 1 GiB sparse file
+    /// took the worker to 2 GiB (no state could hold its code anyway).
     fn read(&self, rel: &[u8]) -> std::io::Result<(String, Meta)> {
-        let (mut f, meta) = self.root.open_file(rel)?;
+        let (f, meta) = self.root.open_file(rel)?;
         if self.settings.protected.contains(&meta) {
             return Err(std::io::ErrorKind::NotFound.into());
         }
+        let limit = self.settings.servlets.memory;
+        let too_large = || {
+            std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!("larger than servlets.memory ({limit} bytes): not loaded"),
+            )
+        };
+        if meta.size > limit {
+            return Err(too_large());
+        }
+        // (Bounded as it is read too: the file may grow meanwhile.)
         let mut text = String::new();
-        f.read_to_string(&mut text)?;
+        f.take(limit.saturating_add(1)).read_to_string(&mut text)?;
+        if text.len() as u64 > limit {
+            return Err(too_large());
+        }
         Ok((text, meta))
     }
 
@@ -531,8 +589,12 @@ impl State {
         let file = format!("{}.lua", name.replace('.', "/"));
         for prefix in &self.settings.servlets.paths {
             let rel = format!("{}{file}", &prefix[1..]);
-            let Ok((text, _)) = self.read(rel.as_bytes()) else {
-                continue;
+            let text = match self.read(rel.as_bytes()) {
+                Ok((text, _)) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                    return Err(mlua::Error::runtime(format!("require {name:?}: {rel} {e}")));
+                }
+                Err(_) => continue,
             };
             let v: Value = self
                 .lua
@@ -569,6 +631,7 @@ impl State {
         drop(modules);
         let (text, meta) = self.read(rel).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Failure::NotFound,
+            std::io::ErrorKind::FileTooLarge => Failure::Error(e.to_string()),
             _ => Failure::Forbidden(e.to_string()),
         })?;
         let name = String::from_utf8_lossy(rel).into_owned();

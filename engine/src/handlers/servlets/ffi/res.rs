@@ -218,6 +218,12 @@ unsafe extern "C-unwind" fn gc<T: Answer>(l: *mut ffi::lua_State) -> libc::c_int
     0
 }
 
+extern "C-unwind" {
+    /// Whether `l` may yield: LuaJIT 2.1's (lj_api.c), which mlua's Lua
+    /// 5.1 bindings do not declare.
+    fn lua_isyieldable(l: *mut ffi::lua_State) -> libc::c_int;
+}
+
 /// What a method call asks of the caller once its Rust frames are gone.
 enum After {
     Return,
@@ -230,6 +236,13 @@ unsafe extern "C-unwind" fn method<T: Answer, const M: u8>(l: *mut ffi::lua_Stat
     let r = unsafe { call::<T, M>(l) };
     match r {
         Ok(After::Return) => 0,
+        // Called through a C function (a gsub callback, a sort
+        // comparator, a gsub table's __index) the servlet cannot yield:
+        // the yield failed the answer, once it had grown past a piece.
+        // It goes on gathering instead (within max_output), and the next
+        // write where it can yield sends it.
+        // SAFETY: `l` is the running thread.
+        Ok(After::Yield) if unsafe { lua_isyieldable(l) } == 0 => 0,
         // SAFETY: nothing here needs dropping; lua_yield from a C function
         // returns to its caller on resume (with no results). It yields
         // the metatable (the first upvalue, hidden from servlets): the
