@@ -746,11 +746,14 @@ mod tests {
         let script = Script(vec![Ok((b"ab", true)), Err("db gone".into())]);
         let mut p = local(script, None);
         assert_eq!(run(&mut *p, &m)[1..], ["bytes ab", "fail 500 db gone"]);
+        // (A first piece is made before the head: no head goes.)
         let mut p = local(Script(vec![Ok((b"", true))]), None);
         assert_eq!(
-            run(&mut *p, &m)[1..],
+            run(&mut *p, &m),
             ["fail 500 produced nothing but said more follows"]
         );
+        let mut p = local(Script(vec![Err("db gone".into())]), None);
+        assert_eq!(run(&mut *p, &m), ["fail 500 db gone"]);
     }
 
     /// A later answer and its producer (the early header lines `X-E: 1`).
