@@ -1597,3 +1597,33 @@ fn a_servlet_file_larger_than_the_memory_limit_is_not_read() {
     );
     assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
 }
+
+#[test]
+fn c_functions_that_call_lua_nest_within_the_workers_stack() {
+    // string.format's %s calls __tostring, load calls its reader and
+    // os.time reads its table's fields (and so __index), each with a C
+    // call on the worker's stack and no bound of LuaJIT's: nested in
+    // themselves, they overflowed the stack and the whole server died
+    // ("has overflowed its stack"), every worker with it.
+    let s = one_worker(
+        &[
+            ("servlets/format.lua", "function handle_request(req, res) local t t = setmetatable({}, {__tostring = function(x) return string.format('%s', x) end}) res:write(string.format('%s', t)) end"),
+            ("servlets/method.lua", "function handle_request(req, res) local t t = setmetatable({}, {__tostring = function(x) return ('%s'):format(x) end}) res:write(('%s'):format(t)) end"),
+            ("servlets/load.lua", "local function r() local f, e = load(r) if not f then error(e, 0) end return nil end\nfunction handle_request(req, res) local f, e = load(r) error(e, 0) end"),
+            ("servlets/time.lua", "function handle_request(req, res) local t t = setmetatable({}, {__index = function(s, k) return os.time(s) end}) res:write(os.time(t)) end"),
+            // Used as before, they answer as before.
+            ("servlets/used.lua", "function handle_request(req, res) local t = setmetatable({}, {__tostring = function() return 'T' end}) local parts = {'return ', '1 + 1'} local f = load(function() return table.remove(parts, 1) end) res:write(string.format('%s %d %5.1f', t, f(), 2.25) .. ' ' .. os.time({year = 2000, month = 1, day = 1, hour = 12}) - os.time({year = 2000, month = 1, day = 1, hour = 11})) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("format", 500, "C stack overflow"),
+            ("method", 500, "C stack overflow"),
+            ("load", 500, "C stack overflow"),
+            ("time", 500, "C stack overflow"),
+        ],
+    );
+    assert_eq!(get(&s, "/servlets/used.lua").text(), "T 2   2.2 3600");
+}

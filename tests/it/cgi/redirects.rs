@@ -141,6 +141,10 @@ fn local_redirects_of_every_kind() {
         "",
         Conn::Close,
     );
+    // The log says where the loop went (it named nothing: which of the
+    // site's scripts looped was left to guess).
+    let line = server.wait_stderr_line("too many local redirects");
+    assert!(line.contains("to /cgi-bin/loop.sh"), "{line}");
     stop(server);
 }
 

@@ -335,6 +335,25 @@ end
 local raw_sort = table.sort
 local function less(a, b) return a < b end
 table.sort = function(t, comp) return raw_sort(t, comp or less) end
+-- More C functions call Lua with a C call on the worker's stack, and
+-- LuaJIT bounds none of them: string.format's %s calls __tostring, load
+-- calls its reader, os.time reads its table's fields (and so __index),
+-- table.sort calls the comparator (and so __lt). Nested in themselves
+-- (a __tostring that formats its table with %s), they overflowed the
+-- stack and the whole server died. Each asks for room first, as
+-- coroutine.resume and gsub do (ffi::stack), and raises Lua's "C stack
+-- overflow" without it.
+local function bounded(name, f)
+  local msg = name .. ": C stack overflow: calls nested too deep"
+  return function(...)
+    if not has_room() then error(msg, 2) end
+    return f(...)
+  end
+end
+string.format = bounded("string.format", string.format)
+table.sort = bounded("table.sort", table.sort)
+os.time = bounded("os.time", os.time)
+rawload = bounded("load", rawload)
 -- LuaJIT calls xpcall's handler before it unwinds: for the CPU limit's
 -- error that is still inside the hook that raised it (ffi::cpu), where
 -- no hook fires, so a handler that looped held the worker for ever,
@@ -396,6 +415,8 @@ local function environment()
     if v ~= nil then return v end
     if loading[name] then error("require " .. tostring(name) .. ": required while it loads", 2) end
     loading[name] = true
+    -- (A module's top level may require another: Rust frames between.)
+    if not has_room() then error("require: C stack overflow: calls nested too deep", 2) end
     local ok, r = pcall(require_native, name, env)
     loading[name] = nil
     if not ok then error(r, 0) end

@@ -378,8 +378,14 @@ impl Worker {
         let mut r = self.pools.lend_request(started);
         let failure = match redirected {
             _ if redirects > MAX_REDIRECTS => {
-                self.logger
-                    .log(Level::Error, format_args!("cgi: too many local redirects"));
+                // (Naming where it went: which script looped.)
+                self.logger.log(
+                    Level::Error,
+                    format_args!(
+                        "cgi: too many local redirects (the last to {})",
+                        String::from_utf8_lossy(target)
+                    ),
+                );
                 Status::INTERNAL_SERVER_ERROR
             }
             Some(req) => {
