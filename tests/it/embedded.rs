@@ -495,3 +495,46 @@ fn a_handler_may_stop_the_server() {
     assert!(std::net::TcpStream::connect(addr).is_err());
     logs.shutdown();
 }
+
+#[test]
+fn a_stop_does_not_wait_for_ever_on_a_handler_that_never_returns() {
+    // A handler that does not return holds its worker past any drain:
+    // the stop waited for it for ever (a SIGTERM never ended brisk).
+    // Now it waits `timeouts.shutdown` and STOP_GRACE, then returns and
+    // says how many workers it left.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+    let (entered, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (e, r) = (Arc::clone(&entered), Arc::clone(&release));
+    let dir = TempDir::new("embedded-stuck");
+    let mut cfg = common::embedded::config(&dir);
+    cfg.timeouts.shutdown = Duration::from_millis(200);
+    let mut app = App::start(cfg, dir, move |server| {
+        server
+            .mount("/stuck", move |_: &Request<'_>, resp: &mut Response<'_>| {
+                e.store(true, Ordering::SeqCst);
+                // (Let go by the test once it is done: bounded anyway.)
+                for _ in 0..12_000 {
+                    if r.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                resp.write(b"late")
+            })
+            .unwrap();
+    });
+    let mut c = app.connect();
+    c.send(b"GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n");
+    wait_until("the handler to run", || entered.load(Ordering::SeqCst));
+    let running = app.running.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(running.stop()).unwrap());
+    let left = rx.recv_timeout(Duration::from_secs(60));
+    release.store(true, Ordering::SeqCst);
+    assert_eq!(left, Ok(1), "the stop returned, leaving the stuck worker");
+}

@@ -566,7 +566,18 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         );
         main_log.flush();
     }
-    running.stop();
+    let left = running.stop();
+    if left > 0 {
+        // (Held by code that never returns to its loop: the process's
+        // exit ends them; waiting would never end.)
+        main_log.log(
+            Level::Error,
+            format_args!(
+                "{left} worker(s) still running {:?} after the drain ended; stopping without them",
+                crate::server::STOP_GRACE
+            ),
+        );
+    }
     // Stopped while an upgrade was under way: a new brisk that serves by
     // now has the sockets (and the pid file); one that does not would
     // find nobody waiting, or hold the sockets for ever if stuck: killed.

@@ -43,7 +43,7 @@ pub mod worker;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::access::verify::Verifier;
 use crate::config::{Config, Level, SiteConfig};
@@ -417,7 +417,7 @@ impl Generation {
                 generation.start_worker(id, serving, (bound, &tls), (shared, mounts), logger());
             if let Err(e) = started {
                 generation.drain(Drain::Stop, Some(Duration::ZERO));
-                generation.join();
+                generation.join(None);
                 return Err(e);
             }
         }
@@ -518,18 +518,33 @@ impl Generation {
     /// Waits for every worker to exit (after [`Generation::drain`]), but
     /// the one this runs on, if any: a handler that stops the server
     /// cannot wait for its own worker (the join would fail, and panic);
-    /// that worker exits once the handler returns, as drained.
-    fn join(&mut self) {
+    /// that worker exits once the handler returns, as drained. With
+    /// `until`, no longer than that: a worker still running then (held
+    /// by code that does not return to its loop) is left, and counted.
+    fn join(&mut self, until: Option<Instant>) -> usize {
         let me = std::thread::current().id();
+        let mut left = 0;
         for thread in self.threads.drain(..) {
             if thread.thread().id() == me {
+                continue;
+            }
+            while until.is_some_and(|t| Instant::now() < t) && !thread.is_finished() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if until.is_some() && !thread.is_finished() {
+                left += 1;
                 continue;
             }
             // A worker that panicked has said so on stderr already.
             let _ = thread.join();
         }
+        left
     }
 }
+
+/// How long past `timeouts.shutdown` a stop waits for a worker that has
+/// not exited (see [`Running::stop`]).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Serving workers.
 pub struct Running {
@@ -659,7 +674,7 @@ impl Running {
         let before = self.retired.len();
         for generation in &mut self.retired {
             if generation.finished() {
-                generation.join();
+                generation.join(None);
                 // What its workers counted goes on in the totals.
                 self.lifecycle.retire(&generation.stats);
             }
@@ -676,10 +691,14 @@ impl Running {
     /// Graceful stop: no new connections (the listening sockets close at
     /// once, so new connections are refused rather than left waiting in a
     /// queue nobody serves), in-flight responses get up to
-    /// `timeouts.shutdown` to finish; returns when every worker is done.
-    /// A handler may call it (its worker finishes the handler's answer
-    /// and exits once the handler returns: it is not waited for).
-    pub fn stop(mut self) {
+    /// `timeouts.shutdown` to finish; returns when every worker is done,
+    /// or [`STOP_GRACE`] after that at the latest: a worker still running
+    /// then is held by code that does not return to its loop (a handler
+    /// that never returns), and is left. Returns how many were left (a
+    /// process that exits ends them). A handler may call it (its worker
+    /// finishes the handler's answer and exits once the handler returns:
+    /// it is not waited for).
+    pub fn stop(mut self) -> usize {
         self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.
         self.bound.clear();
@@ -688,10 +707,12 @@ impl Running {
         for generation in &self.retired {
             generation.drain(Drain::Stop, bound);
         }
-        self.current.join();
+        let until = Some(Instant::now() + self.cfg.timeouts.shutdown + STOP_GRACE);
+        let mut left = self.current.join(until);
         for generation in &mut self.retired {
-            generation.join();
+            left += generation.join(until);
         }
+        left
     }
 
     /// Where certificates obtained while running go (ACME's): the same
