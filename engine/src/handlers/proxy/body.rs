@@ -827,7 +827,13 @@ fn reply_head(
     if switch == Switch::Upgrade {
         headers.extend_from_slice(b"Connection: upgrade\r\n");
     }
-    if answer.via {
+    // (Not beside a `Via` the rule sets, nor when it removes `Via`: one
+    // field, the rule's, as for the request.)
+    let ruled = |name: &str| {
+        answer.edits.set.iter().any(|(n, _)| is(n.as_bytes(), name))
+            || answer.edits.remove.iter().any(|n| is(n.as_bytes(), name))
+    };
+    if answer.via && !ruled("via") {
         headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
     }
     for (name, value) in &answer.edits.set {

@@ -385,6 +385,28 @@ fn the_answers_head_is_edited_by_the_rule() {
         "head 404 Some(0) \"X-Kept: k\\r\\nVia: 1.1 brisk\\r\\nX-Set: brisk\\r\\n\""
     );
     assert_eq!(next(&mut p, &m), "end");
+    // A Via the rule sets replaces brisk's; one it removes leaves none.
+    for (set, remove, want) in [
+        (
+            vec![("Via".into(), "1.1 front".into())],
+            vec![],
+            "Via: 1.1 front\\r\\n",
+        ),
+        (vec![], vec!["via".into()], ""),
+    ] {
+        let mut opts = options(BodyOut::None);
+        opts.answer = Answer {
+            edits: HeaderEdits { set, remove },
+            via: true,
+            server: ServerMode::Upstream,
+            relocate: None,
+        };
+        let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", opts);
+        up.write_all(b"HTTP/1.1 200 OK\r\nVia: 1.1 app\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        assert_eq!(next(&mut p, &m), format!("head 200 Some(0) \"{want}\""));
+        assert_eq!(next(&mut p, &m), "end");
+    }
     // A HEAD request's answer has no body, whatever its length says;
     // that length goes on (the one a GET would have, RFC 9110 §8.6).
     let mut opts = options(BodyOut::None);
