@@ -520,6 +520,31 @@ fn a_101_to_an_upgrade_makes_a_tunnel_both_ways_with_half_closes() {
 }
 
 #[test]
+fn a_101_without_upgrade_or_to_a_protocol_that_carries_http_is_a_502() {
+    let m = logs();
+    for (answer, why) in [
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n",
+            "101 Switching Protocols without Upgrade",
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+            "101 Switching Protocols to a protocol that carries HTTP requests, not asked for",
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nUpgrade: HTTP/2.0\r\n\r\n",
+            "101 Switching Protocols to a protocol that carries HTTP requests, not asked for",
+        ),
+    ] {
+        for connect in [false, true] {
+            let (mut p, mut up) = handshake(connect);
+            up.write_all(answer.as_bytes()).unwrap();
+            assert_eq!(next(&mut p, &m), format!("fail 502 {why}"), "{answer}");
+        }
+    }
+}
+
+#[test]
 fn a_101_to_a_request_that_asked_for_none_is_a_502() {
     let m = logs();
     let head = forwarded("GET / HTTP/1.1\r\nHost: h\r\n\r\n", BodyOut::None);
