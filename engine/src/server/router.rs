@@ -1002,7 +1002,15 @@ impl Router {
         {
             self.upstream_pool.borrow_mut().prune(now);
             for group in self.proxy_groups.iter().flatten().filter(|_| !all) {
-                group.borrow_mut().check(now);
+                let mut group = group.borrow_mut();
+                group.check(now);
+                for (down, line) in group.take_news() {
+                    let level = match down {
+                        true => crate::config::Level::Warn,
+                        false => crate::config::Level::Info,
+                    };
+                    log.log(level, format_args!("{line}"));
+                }
             }
         }
     }

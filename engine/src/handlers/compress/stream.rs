@@ -164,8 +164,9 @@ pub fn whole(
 /// Decides whether an answer (`status`, header lines `headers`, a body
 /// of `len` bytes if known) to a request that accepts `accept` is
 /// compressed, and with which coding; if so its head gets a
-/// `Content-Encoding`, and a strong `ETag` is made weak (RFC 9110
-/// §8.8.1: the bytes differ, the content does not; as nginx does).
+/// `Content-Encoding`, a strong `ETag` is made weak (RFC 9110
+/// §8.8.1: the bytes differ, the content does not; as nginx does), and
+/// an `Accept-Ranges` goes (the ranges offered are the identity body's).
 /// Every answer that could have been compressed says
 /// `Vary: Accept-Encoding`.
 ///
@@ -216,6 +217,11 @@ pub fn decide(
                 out.extend_from_slice(value);
                 out.extend_from_slice(b"\r\n");
             }
+            // The ranges an upstream (or a program) offers are of its
+            // identity body, not of the coded one brisk sends: a client
+            // that resumed this download with `Range` would get the
+            // other's bytes (nginx's gzip clears it too).
+            Some((name, _)) if name.eq_ignore_ascii_case(b"accept-ranges") => {}
             _ => out.extend_from_slice(line),
         }
     }
@@ -284,6 +290,30 @@ mod tests {
              Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"
         );
         assert_eq!(h.content_length, None);
+    }
+
+    #[test]
+    fn a_compressed_answer_offers_no_ranges_of_its_identity_body() {
+        let mut h = reply(
+            "Content-Type: text/html\r\nAccept-Ranges: bytes\r\nX-A: b\r\n",
+            Some(4000),
+        );
+        assert!(start_stream(&cfg(), Some(b"gzip"), &mut h, false).is_some());
+        assert_eq!(
+            String::from_utf8_lossy(&h.headers),
+            "Content-Type: text/html\r\nX-A: b\r\n\
+             Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"
+        );
+        // Not compressed: its ranges stay.
+        let mut h = reply(
+            "Content-Type: text/html\r\nAccept-Ranges: bytes\r\n",
+            Some(4000),
+        );
+        assert!(start_stream(&cfg(), Some(b"identity"), &mut h, false).is_none());
+        assert_eq!(
+            String::from_utf8_lossy(&h.headers),
+            "Content-Type: text/html\r\nAccept-Ranges: bytes\r\nVary: Accept-Encoding\r\n"
+        );
     }
 
     #[test]

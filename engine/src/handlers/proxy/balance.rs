@@ -48,6 +48,10 @@ pub struct Group {
     pub(super) health: Option<(Health, Duration)>,
     /// The rule's TLS client: its checks of https upstreams speak TLS.
     pub(super) tls: super::link::Tls,
+    /// What the active checks changed since the router last took it
+    /// ([`Group::take_news`]): an upstream marked down (`true`) and why,
+    /// or up again (`false`), for the error log.
+    pub(super) news: Vec<(usize, bool, String)>,
 }
 
 /// A group shared by the router (which picks) and the answers (which
@@ -86,7 +90,31 @@ impl Group {
             peers: to.iter().map(|_| Peer::default()).collect(),
             health: None,
             tls: Default::default(),
+            news: Vec::new(),
         }
+    }
+
+    /// The lines for the error log that the active checks' changes call
+    /// for since the last call (an upstream a check marked down, and
+    /// why; one up again): `(down, line)`, once per change, not per check.
+    pub fn take_news(&mut self) -> Vec<(bool, String)> {
+        let path = self.health.as_ref().map_or("", |(h, _)| &*h.path);
+        let news = std::mem::take(&mut self.news);
+        news.into_iter()
+            .map(|(i, down, why)| {
+                let line = match down {
+                    true => format!(
+                        "{}: health check GET {path}: {why}; down until a check succeeds",
+                        self.labels[i]
+                    ),
+                    false => format!(
+                        "{}: health check GET {path} passed; up again",
+                        self.labels[i]
+                    ),
+                };
+                (down, line)
+            })
+            .collect()
     }
 
     /// Whether upstream `i` may be given requests at `now`.

@@ -609,6 +609,11 @@ impl ProxyBody {
                 let why = "101 Switching Protocols to a request that asked for none";
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
+            if h.status == 101 {
+                if let Some(why) = switch_refused(&fields[..count]) {
+                    return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
+                }
+            }
             if h.status == 101 && self.early_over {
                 let why = "the client sent more than 64 KiB for the tunnel before it opened";
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
@@ -764,6 +769,28 @@ fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
     [&head[..from], host, &head[to..]].concat()
 }
 
+/// Why a 101 with `fields` is no switch brisk opens a tunnel for: one
+/// without `Upgrade` (RFC 9110 §15.2.2: it names the protocol now
+/// spoken), or to a protocol that carries HTTP requests (`h2c`, `HTTP/x`,
+/// `TLS/x`), which brisk never asks for (see
+/// [`super::request::switches_to_http`]; RFC 9110 §7.8: a server may not
+/// switch to a protocol not asked for): through that tunnel the client
+/// would send requests straight to the upstream, past brisk's rules.
+fn switch_refused(fields: &[Header<'_>]) -> Option<&'static str> {
+    let mut upgrades = fields
+        .iter()
+        .filter(|f| f.name.eq_ignore_ascii_case(b"upgrade"))
+        .peekable();
+    if upgrades.peek().is_none() {
+        return Some("101 Switching Protocols without Upgrade");
+    }
+    upgrades
+        .any(|f| super::request::switches_to_http(f.value))
+        .then_some(
+            "101 Switching Protocols to a protocol that carries HTTP requests, not asked for",
+        )
+}
+
 /// Whether the upstream's field `name` goes on to the client, in the head
 /// or in a trailer section: not a hop-by-hop one or the framing, nor its
 /// `Server` with `server = "brisk"`, nor one `response_headers` sets or
@@ -827,7 +854,13 @@ fn reply_head(
     if switch == Switch::Upgrade {
         headers.extend_from_slice(b"Connection: upgrade\r\n");
     }
-    if answer.via {
+    // (Not beside a `Via` the rule sets, nor when it removes `Via`: one
+    // field, the rule's, as for the request.)
+    let ruled = |name: &str| {
+        answer.edits.set.iter().any(|(n, _)| is(n.as_bytes(), name))
+            || answer.edits.remove.iter().any(|n| is(n.as_bytes(), name))
+    };
+    if answer.via && !ruled("via") {
         headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
     }
     for (name, value) in &answer.edits.set {

@@ -51,7 +51,8 @@ struct Flight {
 /// What a check came to.
 enum Verdict {
     Up,
-    Down,
+    /// Down, and why (for the error log).
+    Down(String),
     /// Not yet.
     Waiting,
 }
@@ -74,14 +75,24 @@ impl Group {
                         let c = &mut self.peers[i].check;
                         c.flight.insert(flight).go_on(now)
                     }
-                    Err(_) => Verdict::Down,
+                    Err(e) => Verdict::Down(format!("cannot reach it: {e}")),
                 },
             };
             let peer = &mut self.peers[i];
             match verdict {
                 Verdict::Waiting => continue,
-                Verdict::Up => peer.check_down = false,
-                Verdict::Down => peer.check_down = true,
+                Verdict::Up => {
+                    if peer.check_down {
+                        self.news.push((i, false, String::new()));
+                    }
+                    peer.check_down = false;
+                }
+                Verdict::Down(why) => {
+                    if !peer.check_down {
+                        self.news.push((i, true, why));
+                    }
+                    peer.check_down = true;
+                }
             }
             peer.check.flight = None;
             peer.check.next = Some(now + health.interval);
@@ -124,23 +135,26 @@ impl Flight {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.waiting(now),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) if self.next_address() => {}
-                Err(_) => return Verdict::Down,
+                Err(e) => return Verdict::Down(format!("cannot reach it: {e}")),
             }
         }
         loop {
             if let Some(up) = status_ok(&self.got) {
-                return if up { Verdict::Up } else { Verdict::Down };
+                return match up {
+                    true => Verdict::Up,
+                    false => Verdict::Down(format!("answered {}", status_line(&self.got))),
+                };
             }
             if self.got.len() >= STATUS_LINE {
-                return Verdict::Down;
+                return Verdict::Down(format!("no status line in its first {STATUS_LINE} bytes"));
             }
             self.got.reserve(STATUS_LINE);
             match self.link.read(&self.sock, &mut self.got, STATUS_LINE) {
-                Ok(0) => return Verdict::Down,
+                Ok(0) => return Verdict::Down("closed the connection without an answer".into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.waiting(now),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Verdict::Down,
+                Err(e) => return Verdict::Down(format!("reading its answer: {e}")),
             }
         }
     }
@@ -163,10 +177,21 @@ impl Flight {
     /// Not done: down if past its time.
     fn waiting(&self, now: Instant) -> Verdict {
         match now >= self.until {
-            true => Verdict::Down,
+            true => Verdict::Down("no answer within connect_timeout and read_timeout".into()),
             false => Verdict::Waiting,
         }
     }
+}
+
+/// The status line that begins `got`, quoted for a log line (at most 64
+/// bytes of it, anything but printable ASCII escaped).
+fn status_line(got: &[u8]) -> String {
+    let end = got
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .unwrap_or(got.len());
+    let line = &got[..end.min(64)];
+    format!("\"{}\"", line.escape_ascii())
 }
 
 /// Whether the answer begun in `got` says 2xx or 3xx, once its status
@@ -308,9 +333,24 @@ mod tests {
         );
         let now = Instant::now();
         assert!(!g.is_up(0, now));
+        let news = g.take_news();
+        assert_eq!(news.len(), 1, "{news:?}");
+        assert!(news[0].0, "down");
+        assert_eq!(
+            news[0].1,
+            format!(
+                "proxy http://127.0.0.1:{port}: health check GET /hz: \
+                 answered \"HTTP/1.1 503 Busy\"; down until a check succeeds"
+            )
+        );
         // (None before its interval.)
         g.check(now);
         assert!(g.peers[0].check.flight.is_none());
+        g.peers[0].check.next = None;
+        // Another failure says nothing more: the log has the change.
+        g.peers[0].check.next = None;
+        checked(&mut g, &listener, b"HTTP/1.1 500 Oops\r\n\r\n");
+        assert_eq!(g.take_news(), []);
         g.peers[0].check.next = None;
         checked(
             &mut g,
@@ -318,6 +358,13 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
         );
         assert!(g.is_up(0, now));
+        assert_eq!(
+            g.take_news(),
+            [(
+                false,
+                format!("proxy http://127.0.0.1:{port}: health check GET /hz passed; up again")
+            )]
+        );
     }
 
     #[test]

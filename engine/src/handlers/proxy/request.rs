@@ -236,20 +236,36 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
     }
     let proto: &[u8] = if f.https { b"https" } else { b"http" };
     let client_host = req.host().unwrap_or(f.host);
-    list_field(out, req, "X-Forwarded-For", f.trusted, &mut |out| {
-        push_ip(out, f.client.ip(), false);
-    });
-    kept_or(out, req, "X-Forwarded-Proto", f.trusted, proto);
-    kept_or(out, req, "X-Forwarded-Host", f.trusted, client_host);
-    list_field(out, req, "Forwarded", f.trusted, &mut |out| {
-        out.extend_from_slice(b"for=");
-        node(out, f.client);
-        out.extend_from_slice(b";proto=");
-        out.extend_from_slice(proto);
-        out.extend_from_slice(b";host=");
-        quoted(out, client_host);
-    });
-    if f.via {
+    // A field of brisk's own that the rule sets (its value replaces
+    // brisk's, below) or removes is not written: one field, never two
+    // that disagree (an application that reads the first
+    // `X-Forwarded-Proto` would see `http` beside the `https` set).
+    let own = |name: &str| {
+        !(f.set.iter().any(|(n, _)| is(n.as_bytes(), name))
+            || f.remove.iter().any(|n| is(n.as_bytes(), name)))
+    };
+    if own("X-Forwarded-For") {
+        list_field(out, req, "X-Forwarded-For", f.trusted, &mut |out| {
+            push_ip(out, f.client.ip(), false);
+        });
+    }
+    if own("X-Forwarded-Proto") {
+        kept_or(out, req, "X-Forwarded-Proto", f.trusted, proto);
+    }
+    if own("X-Forwarded-Host") {
+        kept_or(out, req, "X-Forwarded-Host", f.trusted, client_host);
+    }
+    if own("Forwarded") {
+        list_field(out, req, "Forwarded", f.trusted, &mut |out| {
+            out.extend_from_slice(b"for=");
+            node(out, f.client);
+            out.extend_from_slice(b";proto=");
+            out.extend_from_slice(proto);
+            out.extend_from_slice(b";host=");
+            quoted(out, client_host);
+        });
+    }
+    if f.via && own("Via") {
         let received: &[u8] = match req.version() {
             Version::Http10 => b"1.0",
             Version::Http11 => b"1.1",

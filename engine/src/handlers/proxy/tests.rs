@@ -269,3 +269,31 @@ fn a_field_spelt_with_underscores_for_one_brisk_writes_stays_behind() {
          X-App: brisk\r\n\r\n"
     );
 }
+
+#[test]
+fn a_forwarding_field_the_rule_sets_or_removes_is_sent_once_or_not_at_all() {
+    let req =
+        request("GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-Proto: http\r\nVia: 1.1 edge\r\n\r\n");
+    let set = [
+        ("X-Forwarded-Proto".into(), "https".into()),
+        ("x-forwarded-for".into(), "10.0.0.1".into()),
+        ("Via".into(), "1.1 front".into()),
+    ];
+    let remove = ["X-Forwarded-Host".into(), "forwarded".into()];
+    let mut f = forward(&req, "192.0.2.7:5000");
+    f.via = true;
+    f.set = &set;
+    f.remove = &remove;
+    assert_eq!(
+        written(&req, &f),
+        "GET / HTTP/1.1\r\nHost: h\r\n\
+         X-Forwarded-Proto: https\r\nx-forwarded-for: 10.0.0.1\r\nVia: 1.1 front\r\n\r\n"
+    );
+    // Behind trusted proxies too: what the rule says wins.
+    f.trusted = true;
+    assert_eq!(
+        written(&req, &f),
+        "GET / HTTP/1.1\r\nHost: h\r\n\
+         X-Forwarded-Proto: https\r\nx-forwarded-for: 10.0.0.1\r\nVia: 1.1 front\r\n\r\n"
+    );
+}

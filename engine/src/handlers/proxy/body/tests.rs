@@ -385,6 +385,28 @@ fn the_answers_head_is_edited_by_the_rule() {
         "head 404 Some(0) \"X-Kept: k\\r\\nVia: 1.1 brisk\\r\\nX-Set: brisk\\r\\n\""
     );
     assert_eq!(next(&mut p, &m), "end");
+    // A Via the rule sets replaces brisk's; one it removes leaves none.
+    for (set, remove, want) in [
+        (
+            vec![("Via".into(), "1.1 front".into())],
+            vec![],
+            "Via: 1.1 front\\r\\n",
+        ),
+        (vec![], vec!["via".into()], ""),
+    ] {
+        let mut opts = options(BodyOut::None);
+        opts.answer = Answer {
+            edits: HeaderEdits { set, remove },
+            via: true,
+            server: ServerMode::Upstream,
+            relocate: None,
+        };
+        let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", opts);
+        up.write_all(b"HTTP/1.1 200 OK\r\nVia: 1.1 app\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        assert_eq!(next(&mut p, &m), format!("head 200 Some(0) \"{want}\""));
+        assert_eq!(next(&mut p, &m), "end");
+    }
     // A HEAD request's answer has no body, whatever its length says;
     // that length goes on (the one a GET would have, RFC 9110 §8.6).
     let mut opts = options(BodyOut::None);
@@ -495,6 +517,31 @@ fn a_101_to_an_upgrade_makes_a_tunnel_both_ways_with_half_closes() {
     drop(up);
     assert_eq!(next(&mut p, &m), "end");
     assert!(p.retired().is_some(), "the socket is not kept");
+}
+
+#[test]
+fn a_101_without_upgrade_or_to_a_protocol_that_carries_http_is_a_502() {
+    let m = logs();
+    for (answer, why) in [
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n",
+            "101 Switching Protocols without Upgrade",
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+            "101 Switching Protocols to a protocol that carries HTTP requests, not asked for",
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nUpgrade: HTTP/2.0\r\n\r\n",
+            "101 Switching Protocols to a protocol that carries HTTP requests, not asked for",
+        ),
+    ] {
+        for connect in [false, true] {
+            let (mut p, mut up) = handshake(connect);
+            up.write_all(answer.as_bytes()).unwrap();
+            assert_eq!(next(&mut p, &m), format!("fail 502 {why}"), "{answer}");
+        }
+    }
 }
 
 #[test]
