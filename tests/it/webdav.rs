@@ -99,14 +99,8 @@ fn put_creates_replaces_and_get_serves_it_as_a_static_file() {
     let r = s.get("/dav/a%20b.txt");
     assert_eq!((r.status, &r.body[..]), (200, &b"bye!"[..]));
     // The static handler's validators, for the file in the WebDAV tree.
-    let meta = fs::metadata(dav.join("a b.txt")).unwrap();
-    let mtime = meta
-        .modified()
-        .unwrap()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    assert_eq!(r.header("ETag"), Some(format!("\"{mtime:x}-4\"").as_str()));
+    let (etag, _) = validators(&dav.join("a b.txt"));
+    assert_eq!(r.header("ETag"), Some(etag.as_str()));
     // An empty body makes an empty file.
     assert_eq!(send(&s, "PUT", "/dav/empty", b"").status, 201);
     assert_eq!(fs::read(dav.join("empty")).unwrap(), b"");
@@ -938,14 +932,16 @@ pub(crate) fn birth_time(path: &Path) -> Option<u64> {
 /// What the live properties of file `path` in `dav` say: its ETag and
 /// Last-Modified, as the static handler writes them.
 pub(crate) fn validators(path: &Path) -> (String, String) {
+    use std::os::unix::fs::MetadataExt;
     let meta = fs::metadata(path).unwrap();
     let mtime = meta.modified().unwrap();
-    let secs = mtime
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    // (Seconds, then the nanoseconds where there are any.)
+    let fraction = match meta.mtime_nsec() {
+        0 => String::new(),
+        n => format!(".{n:x}"),
+    };
     (
-        format!("\"{secs:x}-{:x}\"", meta.len()),
+        format!("\"{:x}{fraction}-{:x}\"", meta.mtime(), meta.len()),
         httpdate::fmt_http_date(mtime),
     )
 }
@@ -1721,6 +1717,59 @@ fn conditional_put_and_delete_go_by_the_static_etag() {
     );
     assert_eq!(r.status, 412, "the ETag changed with the PUT");
     assert_eq!(names(&dav), ["f", "g"]);
+}
+
+/// Two PUTs of the same size within one second make two ETags: the
+/// first tag no longer passes `If-Match` (the lost-update guard: the
+/// second client's change stays) nor gets a 304 for the new content.
+/// They were `"<seconds>-<size>"` alike, so the stale `If-Match` PUT
+/// was 204 over the other change and a GET with the old tag 304.
+#[test]
+fn same_size_puts_within_a_second_change_the_etag() {
+    let (s, dav) = start("", &[]);
+    let second = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_164_645);
+    // (Each version dated in the same second, 0.1 s and 0.2 s into it,
+    // as two PUTs a moment apart are.)
+    let date = |ms: u64| {
+        let f = fs::File::options().write(true).open(dav.join("f")).unwrap();
+        f.set_modified(second + std::time::Duration::from_millis(ms))
+            .unwrap();
+    };
+    assert_eq!(send(&s, "PUT", "/dav/f", b"aaaaa").status, 201);
+    date(100);
+    let first = s.get("/dav/f").header("ETag").unwrap().to_string();
+    assert_eq!(send(&s, "PUT", "/dav/f", b"bbbbb").status, 204);
+    date(200);
+    let r = s.get("/dav/f");
+    let second_tag = r.header("ETag").unwrap().to_string();
+    assert_ne!(first, second_tag);
+    assert_eq!(second_tag, validators(&dav.join("f")).0);
+    let stale = s.request(
+        format!(
+            "PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nIf-Match: {first}\r\n\
+             Content-Length: 5\r\n\r\nccccc"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(stale.status, 412);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"bbbbb");
+    let r = s.request(
+        format!("GET /dav/f HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: {first}\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!((r.status, &r.body[..]), (200, &b"bbbbb"[..]));
+    // PROPFIND's getetag is the GET's.
+    let r = s.request(
+        b"PROPFIND /dav/f HTTP/1.1\r\nHost: localhost\r\nDepth: 0\r\nContent-Length: 0\r\n\r\n",
+    );
+    let text = String::from_utf8_lossy(&r.body);
+    assert!(
+        text.contains(&format!(
+            "<D:getetag>{}</D:getetag>",
+            second_tag.replace('"', "&quot;")
+        )),
+        "{text}"
+    );
 }
 
 /// `If-Match`, `If-None-Match` and `If-Unmodified-Since` hold for every

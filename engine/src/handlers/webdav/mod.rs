@@ -313,7 +313,7 @@ pub fn precondition(dav: &Dav, rel: &[u8], req: &OwnedRequest) -> Option<Status>
         return pre.if_match.and(failed);
     };
     let mut etag = Vec::new();
-    write_etag(meta.mtime, meta.size, &mut etag);
+    write_etag(meta.mtime, meta.mtime_nsec(), meta.size, &mut etag);
     let v = Validators {
         etag: &etag,
         last_modified: meta.mtime,

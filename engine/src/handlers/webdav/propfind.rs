@@ -661,6 +661,11 @@ fn live(ctx: &mut Ctx, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
             // its quotes escaped.)
             out.extend_from_slice(b"<D:getetag>&quot;");
             push_hex(out, r.meta.mtime);
+            let nsec = r.meta.mtime_nsec();
+            if nsec != 0 {
+                out.push(b'.');
+                push_hex(out, u64::from(nsec));
+            }
             out.push(b'-');
             push_hex(out, r.meta.size);
             out.extend_from_slice(b"&quot;</D:getetag>");
