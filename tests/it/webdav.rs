@@ -1772,6 +1772,95 @@ fn same_size_puts_within_a_second_change_the_etag() {
     );
 }
 
+/// Two PUTs with `If-None-Match: *` (make it, only if nobody has) whose
+/// bodies are both under way: the one that ends first makes the file
+/// (201), the other is 412 when it ends and the file stays the first's.
+/// Both were judged when their heads came (nothing there yet) and both
+/// answered 201, the second replacing the first ("only if nobody has
+/// made it" held for neither). Apache and lighttpd: one 201, one 412.
+#[test]
+fn if_none_match_star_puts_at_once_make_the_file_once() {
+    let (s, dav) = start("", &[]);
+    let head = "PUT /dav/n HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: *\r\n\
+                Expect: 100-continue\r\nContent-Length: 5\r\n\r\n";
+    // (Each head judged, the file still missing, before either body.)
+    let mut first = s.connect();
+    first.send(head.as_bytes());
+    assert_eq!(first.response().status, 100);
+    let mut other = s.connect();
+    other.send(head.as_bytes());
+    assert_eq!(other.response().status, 100);
+    first.send(b"first");
+    assert_eq!(first.response().status, 201);
+    other.send(b"other");
+    assert_eq!(other.response().status, 412);
+    assert_eq!(fs::read(dav.join("n")).unwrap(), b"first");
+    // An If-Match judged before another PUT changed the file fails too.
+    let etag = s.get("/dav/n").header("ETag").unwrap().to_string();
+    let mut stale = s.connect();
+    stale.send(
+        format!(
+            "PUT /dav/n HTTP/1.1\r\nHost: localhost\r\nIf-Match: {etag}\r\n\
+             Expect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(stale.response().status, 100);
+    assert_eq!(send(&s, "PUT", "/dav/n", b"changed").status, 204);
+    stale.send(b"stale");
+    assert_eq!(stale.response().status, 412);
+    assert_eq!(fs::read(dav.join("n")).unwrap(), b"changed");
+}
+
+/// Eight partial PUTs (`Content-Range`) of eight parts of one file, their
+/// bodies sent at once: every part is in the file. Each copied the old
+/// file around its part and renamed over it, so the last rename dropped
+/// the parts of the PUTs that ended meanwhile (2 of 8 kept, all eight
+/// answered 204). Apache (in place): all kept.
+#[test]
+fn partial_puts_at_once_keep_every_part() {
+    const PART: usize = 256 * 1024;
+    let (s, dav) = start("max_upload = \"16MiB\"\n", &[("f", &vec![b'.'; 8 * PART])]);
+    let parts: Vec<_> = (0..8u8)
+        .map(|i| {
+            let mut c = s.connect();
+            let (from, to) = (usize::from(i) * PART, (usize::from(i) + 1) * PART - 1);
+            c.send(
+                format!(
+                    "PUT /dav/f HTTP/1.1\r\nHost: localhost\r\n\
+                     Content-Range: bytes {from}-{to}/*\r\nExpect: 100-continue\r\n\
+                     Content-Length: {PART}\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            assert_eq!(c.response().status, 100);
+            (i, c)
+        })
+        .collect();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(parts.len()));
+    let threads: Vec<_> = parts
+        .into_iter()
+        .map(|(i, mut c)| {
+            let barrier = std::sync::Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let body = vec![b'A' + i; PART];
+                barrier.wait();
+                c.send(&body);
+                c.response().status
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), 204);
+    }
+    let got = fs::read(dav.join("f")).unwrap();
+    assert_eq!(got.len(), 8 * PART);
+    for i in 0..8u8 {
+        let part = &got[usize::from(i) * PART..(usize::from(i) + 1) * PART];
+        assert!(part.iter().all(|&b| b == b'A' + i), "part {i} lost");
+    }
+}
+
 /// `If-Match`, `If-None-Match` and `If-Unmodified-Since` hold for every
 /// WebDAV method, against the request's resource (RFC 9110 §13.1.1,
 /// §13.2.1): COPY, LOCK, MKCOL and PROPFIND as PUT (412, nothing done);

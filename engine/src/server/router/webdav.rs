@@ -115,7 +115,14 @@ impl Router {
                     (Some(Some((range, _))), 1) => Some(range),
                     _ => return Step::Answer(webdav::bare(Status::BAD_REQUEST)),
                 };
-                match webdav::put(dav, &rel, req.body(), max, range) {
+                match webdav::put(
+                    dav,
+                    &rel,
+                    req.body(),
+                    max,
+                    range,
+                    webdav::Conditions::of(req),
+                ) {
                     Started::Answer(plan) => plan,
                     Started::Upload(put)
                         if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) =>
