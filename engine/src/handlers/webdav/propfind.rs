@@ -141,13 +141,19 @@ pub fn asked(body: &[u8]) -> Option<Asked> {
     if !doc.is_dav(0, "propfind") {
         return None;
     }
-    let (i, _) = doc.children(0).find(|(_, e)| e.ns == "DAV:")?;
-    match doc.elements[i].name.as_str() {
-        "allprop" => Some(Asked::All),
-        "propname" => Some(Asked::Names),
-        "prop" => Some(Asked::Some(props(&doc, i))),
-        _ => None,
-    }
+    // (The first of the three it may hold, wherever it is: an `include`
+    // before `allprop`, or an element of a later extension, is passed
+    // over, RFC 4918 §17, as Apache and lighttpd do.)
+    let asked = doc
+        .children(0)
+        .filter(|(_, e)| e.ns == "DAV:")
+        .find_map(|(i, e)| match e.name.as_str() {
+            "allprop" => Some(Asked::All),
+            "propname" => Some(Asked::Names),
+            "prop" => Some(Asked::Some(props(&doc, i))),
+            _ => None,
+        });
+    asked
 }
 
 fn props(doc: &Document, prop: usize) -> Vec<(String, String)> {
