@@ -1719,6 +1719,52 @@ fn conditional_put_and_delete_go_by_the_static_etag() {
     assert_eq!(names(&dav), ["f", "g"]);
 }
 
+/// A path that ends in a slash names a collection: a file there is no
+/// such resource (404) to PROPFIND, PROPPATCH, DELETE, COPY, MOVE, LOCK
+/// and UNLOCK, as to GET. PROPFIND listed the file under that href (207)
+/// and DELETE removed it (204). A collection's path with its slash works
+/// as ever.
+#[test]
+fn a_file_is_not_found_under_a_collections_path() {
+    let (s, dav) = start("locks = true\n", &[("f", b"f"), ("c/m", b"m")]);
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let patch = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:t xmlns:Z=\"urn:z\">x</Z:t>\
+                 </D:prop></D:set></D:propertyupdate>";
+    assert_eq!(s.get("/dav/f/").status, 404);
+    for (method, extra, body) in [
+        ("PROPFIND", "Depth: 0\r\n", ""),
+        ("PROPPATCH", "", patch),
+        ("LOCK", "", lockinfo),
+        (
+            "UNLOCK",
+            "Lock-Token: <urn:uuid:00000000-0000-0000-0000-000000000000>\r\n",
+            "",
+        ),
+        ("COPY", "Destination: /dav/g\r\n", ""),
+        ("MOVE", "Destination: /dav/g\r\n", ""),
+        ("DELETE", "", ""),
+    ] {
+        let r = s.request(
+            format!(
+                "{method} /dav/f/ HTTP/1.1\r\nHost: localhost\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        assert_eq!(r.status, 404, "{method}: {}", r.head);
+    }
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"f");
+    assert!(!dav.join("g").exists());
+    // A collection, with its slash: as ever.
+    let r = s.request(
+        b"PROPFIND /dav/c/ HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\nContent-Length: 0\r\n\r\n",
+    );
+    assert_eq!(r.status, 207);
+    assert_eq!(send(&s, "DELETE", "/dav/c/", b"").status, 204);
+    assert!(!dav.join("c").exists());
+}
+
 /// Two PUTs of the same size within one second make two ETags: the
 /// first tag no longer passes `If-Match` (the lost-update guard: the
 /// second client's change stays) nor gets a 304 for the new content.

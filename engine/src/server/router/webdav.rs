@@ -12,6 +12,7 @@ use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
 use crate::http::range::parse_content_range;
 use crate::http::{path, Method, Status};
+use crate::sys::fs::Kind;
 use std::sync::Arc;
 
 impl Router {
@@ -70,6 +71,22 @@ impl Router {
             {
                 s.refuse_file(why, &file);
                 return Step::Answer(webdav::bare(status));
+            }
+        }
+        // (A path that ends in a slash names a collection: a file there
+        // is no such resource, to every method as to GET, which answers
+        // 404. PROPFIND listed the file under that href and DELETE
+        // removed it; Apache answers 400, lighttpd 403.)
+        if !matches!(method, b"GET" | b"HEAD" | b"OPTIONS" | b"PUT" | b"MKCOL") {
+            if let Some(file) = rel.strip_suffix(b"/").filter(|f| !f.is_empty()) {
+                if dav
+                    .files
+                    .root()
+                    .stat(file)
+                    .is_ok_and(|(_, m)| m.kind != Kind::Dir)
+                {
+                    return Step::Answer(webdav::bare(Status::NOT_FOUND));
+                }
             }
         }
         let changes = match dav.rule.locks {
