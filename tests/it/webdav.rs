@@ -99,14 +99,8 @@ fn put_creates_replaces_and_get_serves_it_as_a_static_file() {
     let r = s.get("/dav/a%20b.txt");
     assert_eq!((r.status, &r.body[..]), (200, &b"bye!"[..]));
     // The static handler's validators, for the file in the WebDAV tree.
-    let meta = fs::metadata(dav.join("a b.txt")).unwrap();
-    let mtime = meta
-        .modified()
-        .unwrap()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    assert_eq!(r.header("ETag"), Some(format!("\"{mtime:x}-4\"").as_str()));
+    let (etag, _) = validators(&dav.join("a b.txt"));
+    assert_eq!(r.header("ETag"), Some(etag.as_str()));
     // An empty body makes an empty file.
     assert_eq!(send(&s, "PUT", "/dav/empty", b"").status, 201);
     assert_eq!(fs::read(dav.join("empty")).unwrap(), b"");
@@ -938,14 +932,16 @@ pub(crate) fn birth_time(path: &Path) -> Option<u64> {
 /// What the live properties of file `path` in `dav` say: its ETag and
 /// Last-Modified, as the static handler writes them.
 pub(crate) fn validators(path: &Path) -> (String, String) {
+    use std::os::unix::fs::MetadataExt;
     let meta = fs::metadata(path).unwrap();
     let mtime = meta.modified().unwrap();
-    let secs = mtime
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    // (Seconds, then the nanoseconds where there are any.)
+    let fraction = match meta.mtime_nsec() {
+        0 => String::new(),
+        n => format!(".{n:x}"),
+    };
     (
-        format!("\"{secs:x}-{:x}\"", meta.len()),
+        format!("\"{:x}{fraction}-{:x}\"", meta.mtime(), meta.len()),
         httpdate::fmt_http_date(mtime),
     )
 }
@@ -1721,6 +1717,194 @@ fn conditional_put_and_delete_go_by_the_static_etag() {
     );
     assert_eq!(r.status, 412, "the ETag changed with the PUT");
     assert_eq!(names(&dav), ["f", "g"]);
+}
+
+/// A path that ends in a slash names a collection: a file there is no
+/// such resource (404) to PROPFIND, PROPPATCH, DELETE, COPY, MOVE, LOCK
+/// and UNLOCK, as to GET. PROPFIND listed the file under that href (207)
+/// and DELETE removed it (204). A collection's path with its slash works
+/// as ever.
+#[test]
+fn a_file_is_not_found_under_a_collections_path() {
+    let (s, dav) = start("locks = true\n", &[("f", b"f"), ("c/m", b"m")]);
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let patch = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:t xmlns:Z=\"urn:z\">x</Z:t>\
+                 </D:prop></D:set></D:propertyupdate>";
+    assert_eq!(s.get("/dav/f/").status, 404);
+    for (method, extra, body) in [
+        ("PROPFIND", "Depth: 0\r\n", ""),
+        ("PROPPATCH", "", patch),
+        ("LOCK", "", lockinfo),
+        (
+            "UNLOCK",
+            "Lock-Token: <urn:uuid:00000000-0000-0000-0000-000000000000>\r\n",
+            "",
+        ),
+        ("COPY", "Destination: /dav/g\r\n", ""),
+        ("MOVE", "Destination: /dav/g\r\n", ""),
+        ("DELETE", "", ""),
+    ] {
+        let r = s.request(
+            format!(
+                "{method} /dav/f/ HTTP/1.1\r\nHost: localhost\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        assert_eq!(r.status, 404, "{method}: {}", r.head);
+    }
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"f");
+    assert!(!dav.join("g").exists());
+    // A collection, with its slash: as ever.
+    let r = s.request(
+        b"PROPFIND /dav/c/ HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\nContent-Length: 0\r\n\r\n",
+    );
+    assert_eq!(r.status, 207);
+    assert_eq!(send(&s, "DELETE", "/dav/c/", b"").status, 204);
+    assert!(!dav.join("c").exists());
+}
+
+/// Two PUTs of the same size within one second make two ETags: the
+/// first tag no longer passes `If-Match` (the lost-update guard: the
+/// second client's change stays) nor gets a 304 for the new content.
+/// They were `"<seconds>-<size>"` alike, so the stale `If-Match` PUT
+/// was 204 over the other change and a GET with the old tag 304.
+#[test]
+fn same_size_puts_within_a_second_change_the_etag() {
+    let (s, dav) = start("", &[]);
+    let second = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_164_645);
+    // (Each version dated in the same second, 0.1 s and 0.2 s into it,
+    // as two PUTs a moment apart are.)
+    let date = |ms: u64| {
+        let f = fs::File::options().write(true).open(dav.join("f")).unwrap();
+        f.set_modified(second + std::time::Duration::from_millis(ms))
+            .unwrap();
+    };
+    assert_eq!(send(&s, "PUT", "/dav/f", b"aaaaa").status, 201);
+    date(100);
+    let first = s.get("/dav/f").header("ETag").unwrap().to_string();
+    assert_eq!(send(&s, "PUT", "/dav/f", b"bbbbb").status, 204);
+    date(200);
+    let r = s.get("/dav/f");
+    let second_tag = r.header("ETag").unwrap().to_string();
+    assert_ne!(first, second_tag);
+    assert_eq!(second_tag, validators(&dav.join("f")).0);
+    let stale = s.request(
+        format!(
+            "PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nIf-Match: {first}\r\n\
+             Content-Length: 5\r\n\r\nccccc"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(stale.status, 412);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"bbbbb");
+    let r = s.request(
+        format!("GET /dav/f HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: {first}\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!((r.status, &r.body[..]), (200, &b"bbbbb"[..]));
+    // PROPFIND's getetag is the GET's.
+    let r = s.request(
+        b"PROPFIND /dav/f HTTP/1.1\r\nHost: localhost\r\nDepth: 0\r\nContent-Length: 0\r\n\r\n",
+    );
+    let text = String::from_utf8_lossy(&r.body);
+    assert!(
+        text.contains(&format!(
+            "<D:getetag>{}</D:getetag>",
+            second_tag.replace('"', "&quot;")
+        )),
+        "{text}"
+    );
+}
+
+/// Two PUTs with `If-None-Match: *` (make it, only if nobody has) whose
+/// bodies are both under way: the one that ends first makes the file
+/// (201), the other is 412 when it ends and the file stays the first's.
+/// Both were judged when their heads came (nothing there yet) and both
+/// answered 201, the second replacing the first ("only if nobody has
+/// made it" held for neither). Apache and lighttpd: one 201, one 412.
+#[test]
+fn if_none_match_star_puts_at_once_make_the_file_once() {
+    let (s, dav) = start("", &[]);
+    let head = "PUT /dav/n HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: *\r\n\
+                Expect: 100-continue\r\nContent-Length: 5\r\n\r\n";
+    // (Each head judged, the file still missing, before either body.)
+    let mut first = s.connect();
+    first.send(head.as_bytes());
+    assert_eq!(first.response().status, 100);
+    let mut other = s.connect();
+    other.send(head.as_bytes());
+    assert_eq!(other.response().status, 100);
+    first.send(b"first");
+    assert_eq!(first.response().status, 201);
+    other.send(b"other");
+    assert_eq!(other.response().status, 412);
+    assert_eq!(fs::read(dav.join("n")).unwrap(), b"first");
+    // An If-Match judged before another PUT changed the file fails too.
+    let etag = s.get("/dav/n").header("ETag").unwrap().to_string();
+    let mut stale = s.connect();
+    stale.send(
+        format!(
+            "PUT /dav/n HTTP/1.1\r\nHost: localhost\r\nIf-Match: {etag}\r\n\
+             Expect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(stale.response().status, 100);
+    assert_eq!(send(&s, "PUT", "/dav/n", b"changed").status, 204);
+    stale.send(b"stale");
+    assert_eq!(stale.response().status, 412);
+    assert_eq!(fs::read(dav.join("n")).unwrap(), b"changed");
+}
+
+/// Eight partial PUTs (`Content-Range`) of eight parts of one file, their
+/// bodies sent at once: every part is in the file. Each copied the old
+/// file around its part and renamed over it, so the last rename dropped
+/// the parts of the PUTs that ended meanwhile (2 of 8 kept, all eight
+/// answered 204). Apache (in place): all kept.
+#[test]
+fn partial_puts_at_once_keep_every_part() {
+    const PART: usize = 256 * 1024;
+    let (s, dav) = start("max_upload = \"16MiB\"\n", &[("f", &vec![b'.'; 8 * PART])]);
+    let parts: Vec<_> = (0..8u8)
+        .map(|i| {
+            let mut c = s.connect();
+            let (from, to) = (usize::from(i) * PART, (usize::from(i) + 1) * PART - 1);
+            c.send(
+                format!(
+                    "PUT /dav/f HTTP/1.1\r\nHost: localhost\r\n\
+                     Content-Range: bytes {from}-{to}/*\r\nExpect: 100-continue\r\n\
+                     Content-Length: {PART}\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            assert_eq!(c.response().status, 100);
+            (i, c)
+        })
+        .collect();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(parts.len()));
+    let threads: Vec<_> = parts
+        .into_iter()
+        .map(|(i, mut c)| {
+            let barrier = std::sync::Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let body = vec![b'A' + i; PART];
+                barrier.wait();
+                c.send(&body);
+                c.response().status
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), 204);
+    }
+    let got = fs::read(dav.join("f")).unwrap();
+    assert_eq!(got.len(), 8 * PART);
+    for i in 0..8u8 {
+        let part = &got[usize::from(i) * PART..(usize::from(i) + 1) * PART];
+        assert!(part.iter().all(|&b| b == b'A' + i), "part {i} lost");
+    }
 }
 
 /// `If-Match`, `If-None-Match` and `If-Unmodified-Since` hold for every

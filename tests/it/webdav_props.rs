@@ -342,6 +342,46 @@ fn values_with_elements_are_kept_as_xml() {
     }
 }
 
+/// A dead property's `xml:lang`, its own or one in force where it was
+/// (RFC 4918 §4.3: MUST be kept), comes back on it, in either store, for
+/// a text value and an XML one; a property without one gets none. It was
+/// dropped (Apache keeps it).
+#[test]
+fn a_dead_propertys_language_is_kept() {
+    for extra in ["", SIDECAR] {
+        let (s, _dav) = start(extra, &[("f", b"f")]);
+        let body = "<propertyupdate xmlns=\"DAV:\" xmlns:Z=\"urn:z\" xml:lang=\"en\"><set><prop>\
+                    <Z:own xml:lang=\"fr\">bonjour</Z:own><Z:inherited>hello</Z:inherited>\
+                    <Z:x xml:lang=\"de\"><Z:b>hallo</Z:b></Z:x></prop></set>\
+                    <set><prop xml:lang=\"\"><Z:none>plain</Z:none></prop></set></propertyupdate>";
+        match proppatch(&s, "/dav/f", body).status {
+            507 => {
+                skip("the temporary directory's filesystem has no user extended attributes");
+                continue;
+            }
+            status => assert_eq!(status, 207),
+        }
+        let r = propfind(
+            &s,
+            "/dav/f",
+            "0",
+            "<propfind xmlns=\"DAV:\"><allprop/></propfind>",
+        );
+        let text = String::from_utf8_lossy(&r.body).into_owned();
+        for want in [
+            "<R:own xmlns:R=\"urn:z\" xml:lang=\"fr\">bonjour</R:own>",
+            "<R:inherited xmlns:R=\"urn:z\" xml:lang=\"en\">hello</R:inherited>",
+            "<R:x xmlns:R=\"urn:z\" xml:lang=\"de\"><Z:b xmlns=\"DAV:\" xmlns:Z=\"urn:z\">hallo</Z:b></R:x>",
+            "<R:none xmlns:R=\"urn:z\" xml:lang=\"\">plain</R:none>",
+        ] {
+            assert_eq!(text.matches(want).count(), 1, "{extra:?}: {want} in {text}");
+        }
+        // Set again without one: none.
+        assert_eq!(tint(&s, "/dav/f", "blue"), 207);
+        assert_eq!(tint_of(&s, "/dav/f"), "blue");
+    }
+}
+
 /// A PROPFIND is well-formed XML whatever was stored or named: a dead
 /// property value with `]]>` in its text, a processing instruction
 /// without a target or named `xml`, is refused (400, nothing stored);

@@ -237,13 +237,25 @@ pub fn if_range_matches(if_range: &[u8], v: &Validators) -> bool {
 }
 
 /// Writes the strong entity tag brisk uses for a file, with quotes:
-/// `"<mtime seconds hex>-<size hex>"`.
+/// `"<mtime seconds hex>.<nanoseconds hex>-<size hex>"`, or
+/// `"<mtime seconds hex>-<size hex>"` where the filesystem keeps no
+/// fraction of a second (`mtime_nsec` 0).
 ///
-/// Strong because a change of content within the same second that keeps
-/// the size is the only miss, the same trade-off nginx makes.
-pub fn write_etag(mtime_secs: u64, size: u64, out: &mut Vec<u8>) {
+/// The nanoseconds are in it because brisk writes files too (a WebDAV
+/// PUT): two PUTs of the same size within one second must not leave the
+/// tag a client holds standing, or its `If-Match` (the lost-update guard,
+/// RFC 9110 §13.1.1) passes over the other's change and its
+/// `If-None-Match` is answered 304 with the old content (Apache's tag
+/// has the time in microseconds). What is left is a change within one
+/// tick of the filesystem's clock that keeps the size, as nginx's
+/// seconds leave one within a second.
+pub fn write_etag(mtime_secs: u64, mtime_nsec: u32, size: u64, out: &mut Vec<u8>) {
     out.push(b'"');
     push_hex(out, mtime_secs);
+    if mtime_nsec != 0 {
+        out.push(b'.');
+        push_hex(out, u64::from(mtime_nsec));
+    }
     out.push(b'-');
     push_hex(out, size);
     out.push(b'"');
@@ -604,17 +616,25 @@ mod tests {
     #[test]
     fn etag_format() {
         let mut out = Vec::new();
-        write_etag(0x5f3a_1c2b, 0x1a4, &mut out);
+        write_etag(0x5f3a_1c2b, 0, 0x1a4, &mut out);
         assert_eq!(out, b"\"5f3a1c2b-1a4\"");
         out.clear();
-        write_etag(0, 0, &mut out);
+        write_etag(0, 0, 0, &mut out);
         assert_eq!(out, b"\"0-0\"");
         out.clear();
-        write_etag(u64::MAX, 0xABCDEF, &mut out);
+        write_etag(u64::MAX, 0, 0xABCDEF, &mut out);
         assert_eq!(out, b"\"ffffffffffffffff-abcdef\"");
+        // The fraction of a second, where the filesystem keeps one: two
+        // versions of one size written within a second differ.
+        out.clear();
+        write_etag(0x5f3a_1c2b, 0x1dcd_6500, 0x1a4, &mut out);
+        assert_eq!(out, b"\"5f3a1c2b.1dcd6500-1a4\"");
+        let mut other = Vec::new();
+        write_etag(0x5f3a_1c2b, 0x1dcd_6501, 0x1a4, &mut other);
+        assert_ne!(out, other);
         // What brisk writes, brisk matches.
         let mut tag = Vec::new();
-        write_etag(1_700_000_000, 12_345, &mut tag);
+        write_etag(1_700_000_000, 123_456_789, 12_345, &mut tag);
         let v = Validators {
             etag: &tag,
             last_modified: 1_700_000_000,

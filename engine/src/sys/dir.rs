@@ -329,6 +329,12 @@ impl Dir {
         Ok(read_dir(fd)?.into_iter().map(|(n, m, _)| (n, m)).collect())
     }
 
+    /// The directory's identity: its device and inode.
+    pub fn identity(&self) -> io::Result<(u64, u64)> {
+        let meta = super::fs::fstat(self.0.as_raw_fd())?;
+        Ok((meta.dev, meta.ino))
+    }
+
     /// The directory itself, open for reading (its entries, its
     /// extended attributes).
     pub fn open(&self) -> io::Result<File> {

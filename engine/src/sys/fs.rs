@@ -52,6 +52,13 @@ pub struct Meta {
     pub ctime_ns: i64,
 }
 
+impl Meta {
+    /// The nanoseconds of the modification time past its whole second.
+    pub fn mtime_nsec(&self) -> u32 {
+        self.mtime_ns.rem_euclid(1_000_000_000) as u32
+    }
+}
+
 pub(super) fn fstat(fd: RawFd) -> io::Result<Meta> {
     // SAFETY: `st` is plain old data written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };

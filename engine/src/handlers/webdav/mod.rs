@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::config::{Config, Folding, WebdavRule};
 use crate::handlers::protected::{Protected, Way};
@@ -23,10 +23,11 @@ use crate::http::conditional::{self, write_etag, Precondition, Preconditions, Va
 use crate::http::parse::BodyFraming;
 use crate::http::range::ByteRange;
 use crate::http::request::{Field, OwnedRequest};
+use crate::http::Method;
 use crate::http::Status;
 use crate::offload::{Job, Offload};
 use crate::sys::dir::{Dir, Staged};
-use crate::sys::fs::Kind;
+use crate::sys::fs::{Kind, Meta};
 
 mod copymove;
 pub mod ifheader;
@@ -308,19 +309,122 @@ pub fn precondition(dav: &Dav, rel: &[u8], req: &OwnedRequest) -> Option<Status>
     if pre.if_match.is_none() && pre.if_none_match.is_none() && pre.if_unmodified_since.is_none() {
         return None;
     }
-    let failed = Some(Status::PRECONDITION_FAILED);
-    let Ok((_, meta)) = dav.files.root().stat(rel.strip_suffix(b"/").unwrap_or(rel)) else {
-        return pre.if_match.and(failed);
+    let meta = dav.files.root().stat(rel.strip_suffix(b"/").unwrap_or(rel));
+    fails(&pre, meta.ok().map(|(_, m)| m), req.method()).then_some(Status::PRECONDITION_FAILED)
+}
+
+/// Whether `pre` fails against a resource that is `meta` (`None`:
+/// missing, which fails only `If-Match`).
+fn fails(pre: &Preconditions, meta: Option<Meta>, method: Method) -> bool {
+    let Some(meta) = meta else {
+        return pre.if_match.is_some();
     };
     let mut etag = Vec::new();
-    write_etag(meta.mtime, meta.size, &mut etag);
+    write_etag(meta.mtime, meta.mtime_nsec(), meta.size, &mut etag);
     let v = Validators {
         etag: &etag,
         last_modified: meta.mtime,
     };
-    match conditional::evaluate(&pre, &v, req.method()) {
-        Precondition::Proceed => None,
-        _ => failed,
+    conditional::evaluate(pre, &v, method) != Precondition::Proceed
+}
+
+/// What [`Put::finish`] fails with when the conditions fail as it ends
+/// (412).
+const FAILED: &str = "the PUT's preconditions failed as it ended";
+
+/// A PUT's `If-Match`, `If-None-Match` and `If-Unmodified-Since`, kept
+/// to be judged again when its file takes its name: its body may take
+/// minutes to come, and another PUT may have made or changed the file
+/// meanwhile (`If-None-Match: *`, "only if nobody has made it", holds
+/// for one of two clients making the same name at once).
+#[derive(Debug, Default)]
+pub struct Conditions {
+    if_match: Option<Vec<u8>>,
+    if_none_match: Option<Vec<u8>>,
+    if_unmodified_since: Option<Vec<u8>>,
+}
+
+impl Conditions {
+    /// The request's, `None` when it has none.
+    pub fn of(req: &OwnedRequest) -> Option<Conditions> {
+        let c = Conditions {
+            if_match: req.field(Field::IfMatch).map(<[u8]>::to_vec),
+            if_none_match: req.field(Field::IfNoneMatch).map(<[u8]>::to_vec),
+            if_unmodified_since: req.field(Field::IfUnmodifiedSince).map(<[u8]>::to_vec),
+        };
+        let any = c.if_match.is_some() || c.if_none_match.is_some();
+        (any || c.if_unmodified_since.is_some()).then_some(c)
+    }
+
+    /// Whether they ask for a new resource only (`If-None-Match: *`).
+    fn new_only(&self) -> bool {
+        self.if_none_match.as_deref().map(<[u8]>::trim_ascii) == Some(b"*")
+    }
+
+    /// Whether they fail against what is now `name` in `dir`.
+    fn fail_at(&self, dir: &Dir, name: &[u8]) -> bool {
+        let pre = Preconditions {
+            if_match: self.if_match.as_deref(),
+            if_none_match: self.if_none_match.as_deref(),
+            if_modified_since: None,
+            if_unmodified_since: self.if_unmodified_since.as_deref(),
+        };
+        fails(&pre, dir.stat(name).ok(), Method::Put)
+    }
+}
+
+/// The names whose PUT is being ended, each by its directory's identity
+/// (device, inode): one PUT at a time ends at a name, from its look at
+/// what is there (its conditions judged again, a partial PUT's old bytes
+/// read) to its rename. Else two partial PUTs at once each copied the
+/// old file around their range and the last rename dropped the other's
+/// bytes (both answered 204), and two PUTs with `If-None-Match: *` both
+/// made the file (201).
+static ENDING_AT: Mutex<Vec<(u64, u64, Vec<u8>)>> = Mutex::new(Vec::new());
+static ENDED: Condvar = Condvar::new();
+
+/// A name claimed in [`ENDING_AT`], freed when dropped.
+#[derive(Debug)]
+pub struct Claim((u64, u64, Vec<u8>));
+
+impl Claim {
+    /// Claims `name` in `dir`, waiting for the PUT that has it; `None`
+    /// when the directory cannot be told (the PUT then ends unclaimed).
+    fn take(dir: &Dir, name: &[u8]) -> Option<Claim> {
+        let (dev, ino) = dir.identity().ok()?;
+        let key = (dev, ino, name.to_vec());
+        let mut held = ENDING_AT.lock().unwrap_or_else(|e| e.into_inner());
+        while held.contains(&key) {
+            held = ENDED.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        held.push(key.clone());
+        Some(Claim(key))
+    }
+
+    /// [`Claim::take`] without waiting: `Err(())` while another PUT has
+    /// the name (for the event loop, which may not wait).
+    fn try_take(dir: &Dir, name: &[u8]) -> Result<Option<Claim>, ()> {
+        let Ok((dev, ino)) = dir.identity() else {
+            return Ok(None);
+        };
+        let key = (dev, ino, name.to_vec());
+        let mut held = ENDING_AT.lock().unwrap_or_else(|e| e.into_inner());
+        if held.contains(&key) {
+            return Err(());
+        }
+        held.push(key.clone());
+        Ok(Some(Claim(key)))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut held = ENDING_AT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = held.iter().position(|k| *k == self.0) {
+            held.swap_remove(i);
+        }
+        drop(held);
+        ENDED.notify_all();
     }
 }
 
@@ -349,6 +453,7 @@ pub fn put(
     framing: BodyFraming,
     max: u64,
     range: Option<ByteRange>,
+    conditions: Option<Conditions>,
 ) -> Started {
     use std::io::{Seek, SeekFrom};
     let answer = |status| Started::Answer(bare(status));
@@ -399,6 +504,8 @@ pub fn put(
             max,
             fsync: dav.rule.fsync,
             range,
+            conditions,
+            claim: None,
             body: Some(Spool::into_file(file)),
         })),
         Err(e) => answer(status_of(&e)),
@@ -423,6 +530,10 @@ pub struct Put {
     fsync: bool,
     /// A partial PUT's range (see [`put`]).
     range: Option<ByteRange>,
+    /// The request's conditions, judged again as it ends.
+    conditions: Option<Conditions>,
+    /// Its name, claimed on the event loop before it ends there.
+    claim: Option<Claim>,
     body: Option<Spool>,
 }
 
@@ -463,6 +574,24 @@ impl Put {
         let Some(file) = body.take_file() else {
             return Err(io::Error::other("the body's file is gone"));
         };
+        // (From here to the rename, no other PUT ends at this name: what
+        // is there now is what this one replaces.)
+        let _claim = match self.claim.take() {
+            Some(claim) => Some(claim),
+            None => Claim::take(&self.dir, &self.name),
+        };
+        if self
+            .conditions
+            .as_ref()
+            .is_some_and(|c| c.fail_at(&self.dir, &self.name))
+        {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, FAILED));
+        }
+        match self.dir.stat(&self.name) {
+            Ok(m) if m.kind == Kind::Dir => return Err(io::Error::from_raw_os_error(libc::EISDIR)),
+            Ok(m) => (self.existed, self.replaces_file) = (true, m.kind == Kind::File),
+            Err(_) => (self.existed, self.replaces_file) = (false, false),
+        }
         let old = match self.replaces_file {
             true => self.dir.open_file(&self.name).ok(),
             false => None,
@@ -494,8 +623,14 @@ impl Put {
 
     /// Names `file` `self.name`, in one step (see `Dir::place`).
     fn place(&mut self, file: &File) -> io::Result<()> {
+        let new_only = self.conditions.as_ref().is_some_and(Conditions::new_only);
         let placed = match self.dir.place(file, &self.staged, &self.name, self.existed) {
-            // (One came meanwhile: replaced, as a PUT does.)
+            // (One came meanwhile, by a COPY or MOVE or beside brisk:
+            // replaced, as a PUT does, unless this one asked for a new
+            // resource only.)
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && new_only => {
+                Err(io::Error::new(io::ErrorKind::InvalidInput, FAILED))
+            }
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                 self.dir.place(file, &self.staged, &self.name, true)
             }
@@ -579,6 +714,9 @@ impl Job for Ending {
             Err(e) if e.raw_os_error() == Some(libc::EFBIG) => {
                 later.answer(Status::CONTENT_TOO_LARGE.0, &[], b"")
             }
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput && e.to_string() == FAILED => {
+                later.answer(Status::PRECONDITION_FAILED.0, &[], b"")
+            }
             Err(e) if e.kind() == io::ErrorKind::InvalidInput && e.raw_os_error().is_none() => {
                 later.answer(Status::BAD_REQUEST.0, &[], b"")
             }
@@ -605,10 +743,14 @@ impl Job for Ending {
 /// body's writes already wait here when the page cache is full), so a
 /// handoff to another thread and back would cost more than it saves.
 pub fn end_put(put: Box<Put>, body: Spool, later: Later) {
-    let ending = Ending { put, body, later };
-    // (A partial PUT copies the old file's other bytes: not on the loop.)
+    let mut ending = Ending { put, body, later };
+    // (A partial PUT copies the old file's other bytes: not on the loop;
+    // nor one whose name another PUT is ending, which it would wait for.)
     if !ending.put.fsync && ending.put.range.is_none() {
-        return ending.run();
+        if let Ok(claim) = Claim::try_take(&ending.put.dir, &ending.put.name) {
+            ending.put.claim = claim;
+            return ending.run();
+        }
     }
     if let Err(ending) = ENDING.submit(ending) {
         ending.run();

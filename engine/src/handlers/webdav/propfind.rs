@@ -141,13 +141,19 @@ pub fn asked(body: &[u8]) -> Option<Asked> {
     if !doc.is_dav(0, "propfind") {
         return None;
     }
-    let (i, _) = doc.children(0).find(|(_, e)| e.ns == "DAV:")?;
-    match doc.elements[i].name.as_str() {
-        "allprop" => Some(Asked::All),
-        "propname" => Some(Asked::Names),
-        "prop" => Some(Asked::Some(props(&doc, i))),
-        _ => None,
-    }
+    // (The first of the three it may hold, wherever it is: an `include`
+    // before `allprop`, or an element of a later extension, is passed
+    // over, RFC 4918 §17, as Apache and lighttpd do.)
+    let asked = doc
+        .children(0)
+        .filter(|(_, e)| e.ns == "DAV:")
+        .find_map(|(i, e)| match e.name.as_str() {
+            "allprop" => Some(Asked::All),
+            "propname" => Some(Asked::Names),
+            "prop" => Some(Asked::Some(props(&doc, i))),
+            _ => None,
+        });
+    asked
 }
 
 fn props(doc: &Document, prop: usize) -> Vec<(String, String)> {
@@ -661,6 +667,11 @@ fn live(ctx: &mut Ctx, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
             // its quotes escaped.)
             out.extend_from_slice(b"<D:getetag>&quot;");
             push_hex(out, r.meta.mtime);
+            let nsec = r.meta.mtime_nsec();
+            if nsec != 0 {
+                out.push(b'.');
+                push_hex(out, u64::from(nsec));
+            }
             out.push(b'-');
             push_hex(out, r.meta.size);
             out.extend_from_slice(b"&quot;</D:getetag>");

@@ -56,6 +56,13 @@ const FAILED_DEPENDENCY: Status = Status(424);
 /// starts with; a text value never does (XML has no NUL character).
 const XML_VALUE: &str = "\0";
 
+/// What a stored value whose property had an `xml:lang` (its own or
+/// one in force where it was) starts with: this, the language, this
+/// again, then the value as it would be without (RFC 4918 §4.3: the
+/// language MUST be kept). No value starts with it otherwise (XML has
+/// no U+0001), nor holds it a language.
+const LANG_VALUE: char = '\u{1}';
+
 /// 409: a name too long for an extended attribute.
 const CONFLICT: Status = Status(409);
 
@@ -277,10 +284,21 @@ pub fn element(out: &mut Vec<u8>, (ns, name): &Name, value: Option<&[u8]>) {
         escape(out, ns.as_bytes());
         out.push(b'"');
     }
-    let Some(value) = value else {
+    let Some(mut value) = value else {
         out.extend_from_slice(b"/>");
         return;
     };
+    let mark = LANG_VALUE as u8;
+    if let Some((lang, rest)) = value.strip_prefix(&[mark]).and_then(|v| {
+        v.iter()
+            .position(|&b| b == mark)
+            .map(|i| (&v[..i], &v[i + 1..]))
+    }) {
+        out.extend_from_slice(b" xml:lang=\"");
+        escape(out, lang);
+        out.push(b'"');
+        value = rest;
+    }
     out.push(b'>');
     match value.strip_prefix(XML_VALUE.as_bytes()) {
         Some(xml) => out.extend_from_slice(xml),
@@ -308,14 +326,23 @@ pub fn ops(body: &[u8]) -> Option<Vec<Op>> {
         for (p, _) in doc.children(i).filter(|(p, _)| doc.is_dav(*p, "prop")) {
             for (j, prop) in doc.children(p) {
                 let name = (prop.ns.clone(), prop.name.clone());
+                let mut value = String::new();
+                if let Some(lang) = doc.lang(j).filter(|_| set) {
+                    value.push(LANG_VALUE);
+                    value.push_str(lang);
+                    value.push(LANG_VALUE);
+                }
                 out.push(match set {
                     true if doc.children(j).next().is_some() => {
                         let xml = doc.fragment(body, j);
-                        let mut value = String::from(XML_VALUE);
+                        value.push_str(XML_VALUE);
                         value.push_str(std::str::from_utf8(&xml).ok()?);
                         Op::Set(name, value, true)
                     }
-                    true => Op::Set(name, prop.text.clone(), false),
+                    true => {
+                        value.push_str(&prop.text);
+                        Op::Set(name, value, false)
+                    }
                     false => Op::Remove(name),
                 });
             }

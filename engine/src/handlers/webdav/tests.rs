@@ -69,6 +69,35 @@ fn a_destination_names_a_path_of_the_same_host() {
     }
 }
 
+/// What a `propfind` asks is its `allprop`, `propname` or `prop`
+/// wherever it stands: elements it does not know, an `include` before
+/// `allprop`, are passed over (RFC 4918 §17: order is irrelevant, and
+/// an extension's elements are ignored). They were the answer (400)
+/// when they came first; Apache and lighttpd answered 207.
+#[test]
+fn propfind_passes_over_elements_it_does_not_know() {
+    assert_eq!(
+        asked(b"<D:propfind xmlns:D=\"DAV:\"><D:include><D:getetag/></D:include><D:allprop/></D:propfind>"),
+        Some(Asked::All)
+    );
+    assert_eq!(
+        asked(
+            b"<D:propfind xmlns:D=\"DAV:\"><D:future/><D:prop><D:getetag/></D:prop></D:propfind>"
+        ),
+        Some(Asked::Some(vec![("DAV:".into(), "getetag".into())]))
+    );
+    assert_eq!(
+        asked(b"<D:propfind xmlns:D=\"DAV:\"><D:future/><D:propname/></D:propfind>"),
+        Some(Asked::Names)
+    );
+    // Nothing it knows: still 400.
+    assert_eq!(
+        asked(b"<D:propfind xmlns:D=\"DAV:\"><D:future/></D:propfind>"),
+        None
+    );
+    assert_eq!(asked(b"<D:propfind xmlns:D=\"DAV:\"></D:propfind>"), None);
+}
+
 #[test]
 fn propfind_and_proppatch_bodies() {
     assert_eq!(asked(b""), Some(Asked::All));

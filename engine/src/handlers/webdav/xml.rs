@@ -35,6 +35,8 @@ pub struct Element {
     pub inner: (usize, usize),
     /// The namespaces it declares: prefix (empty: the default), URI.
     pub decls: Vec<(String, String)>,
+    /// Its `xml:lang` attribute, if it has one.
+    pub lang: Option<String>,
 }
 
 /// A document read whole: its elements in document order (the root
@@ -101,6 +103,19 @@ impl Document {
         }
         out.extend_from_slice(&input[done..to]);
         out
+    }
+
+    /// The `xml:lang` in force at element `i`: its own, or its nearest
+    /// ancestor's (XML 1.0 §2.12).
+    pub fn lang(&self, i: usize) -> Option<&str> {
+        let mut at = Some(i);
+        while let Some(e) = at.map(|k| &self.elements[k]) {
+            if let Some(lang) = &e.lang {
+                return Some(lang);
+            }
+            at = e.parent;
+        }
+        None
     }
 
     /// Whether element `i` is `name` in the `DAV:` namespace.
@@ -266,6 +281,7 @@ impl<'a> Reader<'a> {
         let mut prefixed_attrs = Vec::new();
         let mut attrs: Vec<&str> = Vec::new();
         let mut decls = Vec::new();
+        let mut lang = None;
         let closed = loop {
             let before = i;
             i = skip_ws(s, i);
@@ -330,6 +346,9 @@ impl<'a> Reader<'a> {
                 decls.push((prefix.to_string(), value.clone()));
                 self.scopes.push((prefix, value, depth));
             } else if let Some((p, local)) = attr.split_once(':') {
+                if attr == "xml:lang" {
+                    lang = Some(value);
+                }
                 prefixed_attrs.push((p, local));
             }
         };
@@ -369,6 +388,7 @@ impl<'a> Reader<'a> {
             start: start - 1,
             inner: (i, i),
             decls,
+            lang,
         });
         self.at = i;
         if closed {

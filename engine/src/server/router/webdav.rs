@@ -12,6 +12,7 @@ use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
 use crate::http::range::parse_content_range;
 use crate::http::{path, Method, Status};
+use crate::sys::fs::Kind;
 use std::sync::Arc;
 
 impl Router {
@@ -72,6 +73,22 @@ impl Router {
                 return Step::Answer(webdav::bare(status));
             }
         }
+        // (A path that ends in a slash names a collection: a file there
+        // is no such resource, to every method as to GET, which answers
+        // 404. PROPFIND listed the file under that href and DELETE
+        // removed it; Apache answers 400, lighttpd 403.)
+        if !matches!(method, b"GET" | b"HEAD" | b"OPTIONS" | b"PUT" | b"MKCOL") {
+            if let Some(file) = rel.strip_suffix(b"/").filter(|f| !f.is_empty()) {
+                if dav
+                    .files
+                    .root()
+                    .stat(file)
+                    .is_ok_and(|(_, m)| m.kind != Kind::Dir)
+                {
+                    return Step::Answer(webdav::bare(Status::NOT_FOUND));
+                }
+            }
+        }
         let changes = match dav.rule.locks {
             true => changes(dav, method, &rel, &to[to_skip..]),
             false => Vec::new(),
@@ -115,7 +132,14 @@ impl Router {
                     (Some(Some((range, _))), 1) => Some(range),
                     _ => return Step::Answer(webdav::bare(Status::BAD_REQUEST)),
                 };
-                match webdav::put(dav, &rel, req.body(), max, range) {
+                match webdav::put(
+                    dav,
+                    &rel,
+                    req.body(),
+                    max,
+                    range,
+                    webdav::Conditions::of(req),
+                ) {
                     Started::Answer(plan) => plan,
                     Started::Upload(put)
                         if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) =>
