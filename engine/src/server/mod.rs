@@ -43,7 +43,7 @@ pub mod worker;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::access::verify::Verifier;
 use crate::config::{Config, Level, SiteConfig};
@@ -519,19 +519,24 @@ impl Generation {
     /// the one this runs on, if any: a handler that stops the server
     /// cannot wait for its own worker (the join would fail, and panic);
     /// that worker exits once the handler returns, as drained. With
-    /// `until`, no longer than that: a worker still running then (held
+    /// `bound`, no longer than that: a worker still running then (held
     /// by code that does not return to its loop) is left, and counted.
-    fn join(&mut self, until: Option<Instant>) -> usize {
+    fn join(&mut self, bound: Option<Duration>) -> usize {
         let me = std::thread::current().id();
+        let others_done =
+            || (self.threads.iter()).all(|t| t.is_finished() || t.thread().id() == me);
+        if let Some(bound) = bound {
+            // (No count of listeners is awaited: woken as workers let go
+            // of theirs, and in short turns, until the others are done.)
+            self.order
+                .wait_listeners_closed(usize::MAX, bound, others_done);
+        }
         let mut left = 0;
         for thread in self.threads.drain(..) {
             if thread.thread().id() == me {
                 continue;
             }
-            while until.is_some_and(|t| Instant::now() < t) && !thread.is_finished() {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if until.is_some() && !thread.is_finished() {
+            if bound.is_some() && !thread.is_finished() {
                 left += 1;
                 continue;
             }
@@ -707,10 +712,10 @@ impl Running {
         for generation in &self.retired {
             generation.drain(Drain::Stop, bound);
         }
-        let until = Some(Instant::now() + self.cfg.timeouts.shutdown + STOP_GRACE);
-        let mut left = self.current.join(until);
+        let bound = Some(self.cfg.timeouts.shutdown + STOP_GRACE);
+        let mut left = self.current.join(bound);
         for generation in &mut self.retired {
-            left += generation.join(until);
+            left += generation.join(bound);
         }
         left
     }
