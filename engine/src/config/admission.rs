@@ -222,6 +222,7 @@ fn parse_rate(text: &str) -> Option<Duration> {
 /// address it likes to `[[access]]`, `[[rate_limit]]`, the failed-login
 /// count and the log (nginx's `set_real_ip_from 0.0.0.0/0`, a common
 /// copy-and-paste mistake).
+#[cfg(feature = "ops")]
 pub(super) fn trusting_everyone(config: &super::Config) -> Vec<String> {
     use crate::access::proxy::forwarded::By;
     let header = match config.proxy.header {

@@ -224,6 +224,8 @@ impl Config {
     pub fn warnings(&self) -> Vec<String> {
         let mut all = self.own_files_under_roots();
         all.extend(super::admission::hidden_guards(self));
+        // (`[proxy]` is refused without the feature `ops`.)
+        #[cfg(feature = "ops")]
         all.extend(super::admission::trusting_everyone(self));
         all.extend(super::throttle::idle_connection_rates(self));
         #[cfg(feature = "acme")]
