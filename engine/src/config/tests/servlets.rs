@@ -75,4 +75,9 @@ fn a_build_without_servlets_refuses_to_turn_them_on() {
     assert!(load_err("[servlets]\nenable = true\n")
         .starts_with("DIR/site.toml:3: servlets.enable: this brisk was built without servlets"));
     assert!(load("[servlets]\nenable = false\n").is_ok());
+    // The other keys, which it never uses, by name only.
+    assert!(load("[servlets]\npaths = [\"/a\"]\nmemory = 5\n").is_ok());
+    assert!(load_err("[servlets]\nenabled = false\n").starts_with(
+        "DIR/site.toml:3: unknown key \"servlets.enabled\"; did you mean \"enable\"?"
+    ));
 }
