@@ -384,10 +384,7 @@ impl Worker {
             }
             Then::Reset(code) => {
                 s.faults += 1;
-                let code = VarInt::from_u32(code.0);
-                let _ = s.quic.recv_stream(id).stop(code);
-                let _ = s.quic.send_stream(id).reset(code);
-                s.h3.forget(key);
+                end_request(s, id, key, code);
                 return;
             }
             Then::Close(e) => {
@@ -411,10 +408,7 @@ impl Worker {
         let Some(index) = index.filter(|i| gone.is_none_or(|first| *i < first)) else {
             // After a GOAWAY (or past 2^32 streams): not processed, the
             // client may send it again elsewhere (RFC 9114 §5.2).
-            let code = VarInt::from_u32(Code::REQUEST_REJECTED.0);
-            let _ = s.quic.recv_stream(id).stop(code);
-            let _ = s.quic.send_stream(id).reset(code);
-            s.h3.forget(key);
+            end_request(s, id, key, Code::REQUEST_REJECTED);
             return;
         };
         // (A stream that ended in the same read with no body bytes asks
@@ -424,10 +418,7 @@ impl Worker {
         if self.crowded(c) {
             // (As HTTP/2 refuses it: `Worker::crowded`.)
             if let Some(s) = c.h3_mut() {
-                let code = VarInt::from_u32(Code::REQUEST_REJECTED.0);
-                let _ = s.quic.recv_stream(id).stop(code);
-                let _ = s.quic.send_stream(id).reset(code);
-                s.h3.forget(key);
+                end_request(s, id, key, Code::REQUEST_REJECTED);
                 s.faults += 1;
             }
             let why = NoRoom::Crowded {
@@ -803,6 +794,15 @@ fn frame(a: &mut Answer, now: Instant) -> io::Result<Option<Instant>> {
         a.pieces.pop_front();
     }
     Ok(None)
+}
+
+/// Ends request stream `id` (the protocol's `key`) both ways with
+/// `code` (STOP_SENDING and RESET_STREAM), and forgets it.
+fn end_request(s: &mut Session, id: StreamId, key: u64, code: Code) {
+    let code = VarInt::from_u32(code.0);
+    let _ = s.quic.recv_stream(id).stop(code);
+    let _ = s.quic.send_stream(id).reset(code);
+    s.h3.forget(key);
 }
 
 /// Closes `s` with `e`'s code and reason (CONNECTION_CLOSE).
