@@ -357,7 +357,31 @@ fn from_sockaddr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
 pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
     // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
-    cvt_size(unsafe { libc::send(sock.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) })
+    // (The system call itself, not libc's `send`: see [`raw`].)
+    cvt_size(unsafe {
+        raw(
+            libc::SYS_sendto,
+            [
+                sock.as_raw_fd() as usize,
+                buf.as_ptr() as usize,
+                buf.len(),
+                flags as usize,
+            ],
+        )
+    })
+}
+
+/// A system call of four arguments made directly, the rest zero. libc's
+/// wrappers of `read` and `send` are POSIX cancellation points and switch
+/// the thread's asynchronous cancellation on and off around the call (~90
+/// instructions a request, `bench/cost`); brisk never cancels a thread.
+/// Returns as the wrappers do: the result, or -1 with `errno` set.
+///
+/// # Safety
+/// As the call's: every pointer among `args` valid for what it does.
+unsafe fn raw(nr: libc::c_long, args: [usize; 4]) -> isize {
+    // SAFETY: the caller's.
+    unsafe { libc::syscall(nr, args[0], args[1], args[2], args[3], 0usize, 0usize) as isize }
 }
 
 /// The bytes `sock`'s send queue holds (`SIOCOUTQ`): written and not yet
@@ -385,10 +409,14 @@ pub fn read_at_most(sock: &impl AsRawFd, buf: &mut Vec<u8>, max: usize) -> io::R
     // spare capacity, which the kernel writes; set_len only covers bytes
     // it wrote.
     unsafe {
-        let n = cvt_size(libc::read(
-            sock.as_raw_fd(),
-            buf.as_mut_ptr().add(buf.len()).cast(),
-            spare,
+        let n = cvt_size(raw(
+            libc::SYS_read,
+            [
+                sock.as_raw_fd() as usize,
+                buf.as_mut_ptr().add(buf.len()) as usize,
+                spare,
+                0,
+            ],
         ))?;
         buf.set_len(buf.len() + n);
         Ok(n)
