@@ -376,6 +376,30 @@ fn a_malformed_answer_is_a_502_never_passed_on() {
     );
 }
 
+/// `path = "/api/"` and a request for `/api`: sent on to `/api/` with its
+/// query (301 as nginx does for GET and HEAD; 308 for other methods,
+/// which keeps them), not a 404 from the files; nothing goes upstream.
+#[test]
+fn the_rules_path_without_its_slash_is_redirected_to_it() {
+    let up = Upstream::start(vec![Say::Bytes(b"HTTP/1.1 204 No Content\r\n\r\n")]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let r = s.get("/api?x=1");
+    assert_eq!(r.status, 301, "{}", r.head);
+    assert_eq!(r.header("location"), Some("/api/?x=1"));
+    let r = s.request(
+        b"POST /api HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 308, "{}", r.head);
+    assert_eq!(r.header("location"), Some("/api/"));
+    // (As sent, percent-encoded; never `//host`.)
+    let r = s.get("//%61pi");
+    assert_eq!((r.status, r.header("location")), (301, Some("/%61pi/")));
+    // Other paths are left as they were: a 404 from the files.
+    assert_eq!(s.get("/apix").status, 404);
+    assert_eq!(s.get("/ap").status, 404);
+    assert!(up.requests().is_empty(), "{:?}", up.requests());
+}
+
 #[test]
 fn an_upstream_that_never_answers_is_a_504() {
     let up = Upstream::start(vec![Say::Silence(Duration::from_secs(4))]);

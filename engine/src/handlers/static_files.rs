@@ -326,6 +326,31 @@ fn lookup_failed(e: &io::Error, s: &mut Scratch) -> Plan {
     refused(Refusal::lookup(e), lookup_status(e), s)
 }
 
+/// The `Location` of a redirect from `raw_path` (as sent, still
+/// percent-encoded) to the collection it names: the path with a `/`
+/// appended, then `query`. RFC 9110 §10.2.2 allows a relative reference;
+/// the path is never sent back starting `//` or `/\`, which a browser
+/// reads as another host (`//evil.example` would send it there: an open
+/// redirect).
+pub fn with_slash(raw_path: &[u8], query: Option<&[u8]>) -> Vec<u8> {
+    let mut loc = Vec::with_capacity(raw_path.len() + 4 + query.map_or(0, |q| q.len()));
+    let mut rest = raw_path;
+    while let [b'/', b'/', ..] = rest {
+        rest = &rest[1..];
+    }
+    if let [b'/', b'\\', tail @ ..] = rest {
+        loc.extend_from_slice(b"/%5C");
+        rest = tail;
+    }
+    loc.extend_from_slice(rest);
+    loc.push(b'/');
+    if let Some(q) = query {
+        loc.push(b'?');
+        loc.extend_from_slice(q);
+    }
+    loc
+}
+
 /// What a path with a dot segment answers (`[static] dotfiles`): 403 when
 /// they are denied, else 404 (when ignored, and for brisk's own names
 /// when dotfiles are allowed).
@@ -345,25 +370,7 @@ fn serve_dir(
     query: Option<&[u8]>,
 ) -> Plan {
     if !s.path.ends_with(b"/") {
-        // RFC 9110 §10.2.2 allows a relative reference; the path is sent
-        // back as the client wrote it (still percent-encoded), but never
-        // starting `//` or `/\`, which a browser reads as another host
-        // (`//evil.example` would send it there: an open redirect).
-        let mut loc = Vec::with_capacity(raw_path.len() + 4 + query.map_or(0, |q| q.len()));
-        let mut rest = raw_path;
-        while let [b'/', b'/', ..] = rest {
-            rest = &rest[1..];
-        }
-        if let [b'/', b'\\', tail @ ..] = rest {
-            loc.extend_from_slice(b"/%5C");
-            rest = tail;
-        }
-        loc.extend_from_slice(rest);
-        loc.push(b'/');
-        if let Some(q) = query {
-            loc.push(b'?');
-            loc.extend_from_slice(q);
-        }
+        let loc = with_slash(raw_path, query);
         s.header("Location", &loc);
         apply_header_rules(files, s);
         // (The body is brisk's page, of its type, whatever a rule says.)

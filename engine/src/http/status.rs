@@ -19,6 +19,8 @@ impl Status {
     pub const FOUND: Status = Status(302);
     /// 304 Not Modified (RFC 9110 §15.4.5).
     pub const NOT_MODIFIED: Status = Status(304);
+    /// 308 Permanent Redirect (RFC 9110 §15.4.9).
+    pub const PERMANENT_REDIRECT: Status = Status(308);
     /// 400 Bad Request (RFC 9110 §15.5.1).
     pub const BAD_REQUEST: Status = Status(400);
     /// 401 Unauthorized (RFC 9110 §15.5.2).

@@ -23,6 +23,28 @@ use crate::http::path::{decode_and_normalize, has_dot_segment, read_otherwise, s
 use crate::http::request::{OwnedRequest, MAX_HEADERS};
 use crate::http::{Method, Status, Version};
 
+/// A request for what a rule's `path` names without its final `/`
+/// (`/api` where `path = "/api/"`) that no rule takes: redirected to the
+/// path with the slash, as nginx does for such a location, so that
+/// `https://example.com/app` reaches the application at `/app/`; 301 for
+/// GET and HEAD, 308 otherwise (which keeps the method and the body,
+/// RFC 9110 §15.4.9). Any other request: the next stage's.
+fn slash_redirect(rules: &[ProxyRule], routing: &mut Routing<'_>) -> Step {
+    let path = routing.scratch.path.as_slice();
+    let named = |r: &ProxyRule| matches!(&r.matches, PathMatch::Prefix(p) if p.as_bytes().strip_suffix(b"/") == Some(path));
+    if !rules.iter().any(named) {
+        return Step::Next;
+    }
+    let (raw_path, query) = split_target(routing.req.target());
+    let location = crate::handlers::static_files::with_slash(raw_path, query);
+    routing.scratch.header("Location", &location);
+    let status = match routing.req.method() {
+        Method::Get | Method::Head => Status::MOVED_PERMANENTLY,
+        _ => Status::PERMANENT_REDIRECT,
+    };
+    Step::Answer(Plan::error(status, routing.scratch))
+}
+
 impl Router {
     /// Whether the `[[reverse_proxy]]` rule of the request's site that
     /// takes its path takes a WebSocket handshake (so it goes there, not
@@ -49,7 +71,7 @@ impl Router {
             .enumerate()
             .find(|(_, r)| r.matches.matches(&routing.scratch.path))
         else {
-            return Step::Next;
+            return slash_redirect(rules, routing);
         };
         routing.body_max = rule.max_body;
         let body = routing.req.body();
