@@ -6,7 +6,7 @@
 //! is not a token — makes the whole reply invalid (the server answers
 //! 502), rather than being passed on or silently repaired.
 
-use crate::http::grammar::{is_field_value, is_ows, is_token, trim_ows};
+use crate::http::grammar::{has_token, is_field_value, is_ows, is_token, trim_ows};
 
 /// What kind of reply the script gave (RFC 3875 §6.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +81,14 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     // Header lines passed on other than Location and Content-Type, which
     // decide whether a local redirect is allowed (§6.2.2).
     let mut others = 0;
+    // The fields `Connection` names are the hop's too (RFC 9110 §7.6.1):
+    // dropped with it, as the reverse proxy drops an upstream's.
+    let named: Vec<&[u8]> = lines
+        .iter()
+        .filter_map(|line| field(line).ok())
+        .filter(|(name, _)| name.eq_ignore_ascii_case(b"connection"))
+        .map(|(_, value)| value)
+        .collect();
     for line in lines {
         let (name, value) = field(line)?;
         if name.eq_ignore_ascii_case(b"status") {
@@ -101,6 +109,7 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
         if DROPPED
             .iter()
             .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
+            || named.iter().any(|value| has_token(value, name))
         {
             continue;
         }

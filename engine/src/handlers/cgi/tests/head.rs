@@ -168,6 +168,15 @@ fn content_type_required_for_a_document() {
     );
 }
 
+/// A field the program's `Connection` names is the hop's (RFC 9110
+/// §7.6.1), dropped with it, before or after it, in any case; one it
+/// does not name stays.
+#[test]
+fn fields_connection_names_are_dropped() {
+    let h = ok(b"X-Secret: 1\nContent-Type: text/plain\nConnection: x-secret, X-Other\nx-other: 2\nConnection: close\nX-Kept: yes\n\n");
+    assert_eq!(h.headers, b"Content-Type: text/plain\r\nX-Kept: yes\r\n");
+}
+
 #[test]
 fn server_owned_headers_are_dropped_content_length_parsed() {
     let h = ok(b"Content-Type: text/plain\nContent-Length: 5\nConnection: keep-alive\nTransfer-Encoding: chunked\nKeep-Alive: timeout=5\nDate: Mon, 01 Jan 2024 00:00:00 GMT\nServer: evil\nUpgrade: h2c\nX-Kept: yes\n\nhello");
