@@ -126,7 +126,8 @@ fn curl_uploads_with_its_expectation_over_both_protocols() {
 
 /// An answer with two hints ahead, between an upstream 100 and a 102.
 const HINTED: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n\
-    HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\nConnection: x\r\nX: 1\r\n\r\n\
+    HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\nConnection: x\r\nX: 1\r\n\
+    Set-Cookie: s=1\r\nX-Powered-By: app\r\nContent-Security-Policy: default-src 'self'\r\n\r\n\
     HTTP/1.1 102 Processing\r\n\r\n\
     HTTP/1.1 103 Early Hints\r\nLink: </b.js>; rel=preload; as=script\r\n\r\n\
     HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -141,7 +142,10 @@ fn early_hints_pass_on_to_http_1_1_clients_and_not_to_http_1_0_ones() {
         String::from_utf8(c.read_to_end()).unwrap()
     };
     let r = all(b"GET /api/page HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    let hints = "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\n\r\n\
+    // (Only the fields a browser reads in a hint: no cookie, no
+    // application field, none Connection names.)
+    let hints = "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\n\
+                 Content-Security-Policy: default-src 'self'\r\n\r\n\
                  HTTP/1.1 103 Early Hints\r\nLink: </b.js>; rel=preload; as=script\r\n\r\n\
                  HTTP/1.1 200 OK\r\n";
     assert!(r.starts_with(hints), "{r}");
@@ -179,7 +183,8 @@ fn early_hints_are_interim_headers_over_http_2() {
             flag::END_HEADERS,
             vec![
                 field(":status", "103"),
-                field("link", "</a.css>; rel=preload; as=style")
+                field("link", "</a.css>; rel=preload; as=style"),
+                field("content-security-policy", "default-src 'self'")
             ]
         )
     );

@@ -48,6 +48,18 @@ use crate::sys::net::shutdown_write;
 /// What one read of the socket asks for at most.
 const PIECE: usize = 64 * 1024;
 
+/// Whether a field of an upstream's `103 Early Hints` goes on to the
+/// client: those a browser reads in one (the HTML standard's early
+/// hints): `Link` (what to preload or connect to) and the
+/// `Content-Security-Policy` and `Referrer-Policy` the preloads are
+/// fetched under. Any other (a `Set-Cookie`, an application's own) waits
+/// for the final answer, which brings its own.
+fn hints(name: &[u8]) -> bool {
+    ["link", "content-security-policy", "referrer-policy"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+}
+
 /// The `103 Early Hints` an answer passes on; more are dropped.
 const MAX_HINTS: u8 = 8;
 
@@ -648,8 +660,15 @@ impl ProxyBody {
                     return Some(Gave::Fail(Status::BAD_GATEWAY, why));
                 }
                 let len = h.head_len;
-                let hints = (h.status == 103 && !self.opts.connect && self.hints < MAX_HINTS)
-                    .then(|| reply_head(&h, &fields[..count], &self.opts.answer, Switch::No));
+                let hints =
+                    (h.status == 103 && !self.opts.connect && self.hints < MAX_HINTS).then(|| {
+                        let hinted: Vec<Header<'_>> = fields[..count]
+                            .iter()
+                            .filter(|f| hints(f.name))
+                            .copied()
+                            .collect();
+                        reply_head(&h, &hinted, &self.opts.answer, Switch::No)
+                    });
                 self.head_buf.drain(..len);
                 if let Some(hints) = hints {
                     self.hints += 1;
