@@ -389,6 +389,44 @@ fn worker_cpu_ticks(pid: u32) -> u64 {
     panic!("no worker thread in /proc/{pid}/task");
 }
 
+/// An error one of brisk's own functions raises (they are Rust) reaches
+/// the servlet as Lua's own do: a string, its message without a Rust
+/// traceback, through pcall, xpcall's handler and coroutine.resume.
+#[test]
+fn errors_of_brisks_functions_are_strings_to_the_servlet() {
+    let s = server(&[(
+        "servlets/errs.lua",
+        r#"function handle_request(req, res)
+  local out = {}
+  local function put(ok, e) out[#out + 1] = tostring(ok) .. " " .. type(e) .. " " .. tostring(e) end
+  put(pcall(brisk.json.encode, {0/0}))
+  put(pcall(require, "nosuch"))
+  put(xpcall(function() return brisk.json.encode({1/0}) end, function(e) return e end))
+  put(coroutine.resume(coroutine.create(function() brisk.json.encode({0/0}) end)))
+  put(pcall(error, "plain"))
+  res:write(table.concat(out, "\n"))
+end
+"#,
+    )]);
+    let r = get(&s, "/servlets/errs.lua");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    let finite = "false string brisk.json.encode: not a finite number";
+    assert_eq!(
+        lines,
+        [
+            finite,
+            "false string require \"nosuch\": no nosuch.lua in the servlet directories",
+            finite,
+            finite,
+            "false string plain"
+        ],
+        "{text}"
+    );
+}
+
 #[test]
 fn the_memory_limit_is_an_error_and_the_worker_survives() {
     // A CPU budget far above what filling 16 MiB takes, even on a loaded

@@ -215,8 +215,24 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, part, brisk_lib, new_request, has_room, cpu_limit = ...
+local require_native, lazy_field, form, part, brisk_lib, new_request, has_room, cpu_limit, error_text = ...
 brisk = brisk_lib
+-- brisk's own functions (brisk.json, brisk.shared, require...) are Rust:
+-- an error one raises reaches Lua as mlua's error object, a userdata whose
+-- text carries a Rust traceback, where Lua's own errors are strings, so
+-- `"x" .. e` and `e:match()` failed on it. pcall, coroutine.resume and
+-- xpcall's handler get its message as a string; a memory error stays as
+-- it is (the run tells it by its kind).
+local function text_of(e)
+  if type(e) == "userdata" then return error_text(e) or e end
+  return e
+end
+local function as_text(ok, ...)
+  if ok then return ok, ... end
+  return false, text_of((...))
+end
+local raw_pcall = pcall
+pcall = function(f, ...) return as_text(raw_pcall(f, ...)) end
 local rawload, raw_set = load, rawset
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
 load = function(chunk, name, mode, env) return rawload(chunk, name, "t", env) end
@@ -309,6 +325,7 @@ local function passed(co, ok, mark, ...)
     if yieldable() then co_yield(Res) end
     return resume(co)
   end
+  if not ok then return false, text_of(mark) end
   return ok, mark, ...
 end
 resume = function(co, ...)
@@ -367,7 +384,7 @@ xpcall = function(f, handler, ...)
   if type(handler) ~= "function" then return raw_xpcall(f, handler, ...) end
   return raw_xpcall(f, function(e)
     if e == cpu_limit then return e end
-    return handler(e)
+    return handler(text_of(e))
   end, ...)
 end
 -- table.insert(t, pos, v) moves the elements from #t + 1 down to pos in
@@ -492,6 +509,7 @@ impl State {
                 req::new_request_function(&lua)?,
                 ffi::stack::has_room_function(&lua)?,
                 cpu::CPU_LIMIT,
+                lua.create_function(|lua, e: Value| error_text(lua, e))?,
             ))?;
         // LuaJIT seeds math.random the same at every start: the same
         // "random" numbers in every worker, every run. Seeded from the
@@ -783,6 +801,25 @@ impl State {
             self.collect.set(true);
         }
         Failure::Error(e.to_string())
+    }
+}
+
+/// The message of an error a Rust function of brisk's raised, as mlua
+/// hands it to Lua (a userdata), without mlua's traceback, for the
+/// prelude's `pcall`; nil for a memory error, which stays as it was, and
+/// for any other value.
+fn error_text(lua: &Lua, e: Value) -> mlua::Result<Value> {
+    fn message(e: &mlua::Error) -> String {
+        match e {
+            mlua::Error::CallbackError { cause, .. } => message(cause),
+            mlua::Error::WithContext { context, cause } => format!("{context}: {}", message(cause)),
+            mlua::Error::RuntimeError(text) => text.clone(),
+            e => e.to_string(),
+        }
+    }
+    match e {
+        Value::Error(e) if !is_memory(&e) => lua.create_string(message(&e)).map(Value::String),
+        _ => Ok(Value::Nil),
     }
 }
 
