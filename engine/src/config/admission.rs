@@ -260,18 +260,55 @@ pub(super) fn hidden_guards(config: &super::Config) -> Vec<String> {
             *first == AuthMethods::All || first == later
         };
         hidden(&prefix, "auth", &auth, methods, &mut out);
+        // A rule that an earlier one hides for some methods only (a share
+        // whose `except_methods` lets reads through, then a stricter rule
+        // beneath it): it decides the rest alone, which is easy to miss.
+        for (j, later) in auth.iter().enumerate() {
+            if (0..j).any(|i| hides(auth[i], later) && methods(i, j)) {
+                continue; // (Hidden whole: said above.)
+            }
+            // (Methods both rules cover: one of those either lists, or
+            // any other, all of which each rule treats alike.)
+            let listed = |m: &AuthMethods| match m {
+                AuthMethods::All => String::new(),
+                AuthMethods::Only(m) | AuthMethods::Except(m) => m.to_string(),
+            };
+            let shared = |i: usize| {
+                let (first, then) = (&site.auth[i].methods, &site.auth[j].methods);
+                let (a, b) = (listed(first), listed(then));
+                let mut all =
+                    a.split(' ')
+                        .chain(b.split(' '))
+                        .chain(["GET", "HEAD", "BRISK-OTHER"]);
+                all.any(|m| {
+                    !m.is_empty() && first.covers(m.as_bytes()) && then.covers(m.as_bytes())
+                })
+            };
+            if let Some(i) = (0..j).find(|&i| hides(auth[i], later) && shared(i)) {
+                let covered = match &site.auth[i].methods {
+                    AuthMethods::All => "every method".to_string(),
+                    AuthMethods::Only(m) => format!("the methods {m}"),
+                    AuthMethods::Except(m) => format!("every method but {m}"),
+                };
+                out.push(format!(
+                    "{prefix}auth[{}] ({}) decides only some methods: {prefix}auth[{}] ({}) comes \
+                     first, matches every path it does and decides {covered} there; put the more \
+                     specific rule first",
+                    j + 1,
+                    said(later),
+                    i + 1,
+                    said(auth[i]),
+                ));
+            }
+        }
     }
     out
 }
 
-fn hidden(
-    prefix: &str,
-    kind: &str,
-    rules: &[&PathMatch],
-    covers: impl Fn(usize, usize) -> bool,
-    out: &mut Vec<String>,
-) {
-    let hides = |first: &PathMatch, later: &PathMatch| match (first, later) {
+/// Whether the guard `first` matches every path `later` matches (so
+/// that, coming first, it decides them).
+fn hides(first: &PathMatch, later: &PathMatch) -> bool {
+    match (first, later) {
         (PathMatch::Prefix(a), PathMatch::Prefix(b)) => b.starts_with(a.as_str()),
         (PathMatch::Glob(a), PathMatch::Glob(b)) => a == b,
         // `path = "/"` matches every path, so every pattern after it; a
@@ -283,11 +320,24 @@ fn hidden(
             a == "/" || (g.starts_with('/') && fixed.starts_with(a.as_str()))
         }
         _ => false,
-    };
-    let said = |m: &PathMatch| match m {
+    }
+}
+
+/// A guard as the configuration says it.
+fn said(m: &PathMatch) -> String {
+    match m {
         PathMatch::Prefix(p) => format!("path {p:?}"),
         PathMatch::Glob(g) => format!("pattern {g:?}"),
-    };
+    }
+}
+
+fn hidden(
+    prefix: &str,
+    kind: &str,
+    rules: &[&PathMatch],
+    covers: impl Fn(usize, usize) -> bool,
+    out: &mut Vec<String>,
+) {
     for (j, later) in rules.iter().enumerate() {
         if let Some(i) = (0..j).find(|&i| hides(rules[i], later) && covers(i, j)) {
             out.push(format!(

@@ -204,7 +204,8 @@ fn methods_and_except_methods_list_tokens_and_exclude_each_other() {
 }
 
 /// An `[[auth]]` rule an earlier one hides (the same paths, every
-/// method it covers) is warned of; one for other methods is not hidden.
+/// method it covers) is warned of; one it hides for some methods only is
+/// warned of as such (the earlier decides those methods on its paths).
 #[cfg(feature = "sites")]
 #[test]
 fn an_auth_rule_an_earlier_one_hides_is_warned_of() {
@@ -216,6 +217,8 @@ fn an_auth_rule_an_earlier_one_hides_is_warned_of() {
     let text = [
         rule("/dav/", "methods = [\"PUT\"]\n"),
         rule("/dav/a/", ""),
+        // (Other methods than auth[1]'s: nothing auth[1] decides.)
+        rule("/dav/c/", "methods = [\"GET\"]\n"),
         rule("/", ""),
         rule("/dav/b/", "methods = [\"DELETE\"]\n"),
     ]
@@ -224,9 +227,12 @@ fn an_auth_rule_an_earlier_one_hides_is_warned_of() {
     assert_eq!(
         crate::config::admission::hidden_guards(&c),
         [
-            "auth[4] (path \"/dav/b/\") never decides: auth[3] (path \"/\") comes first and \
+            "auth[5] (path \"/dav/b/\") never decides: auth[4] (path \"/\") comes first and \
           matches every path it does, and the first rule that matches decides; put the more \
-          specific rule first"
+          specific rule first",
+            "auth[2] (path \"/dav/a/\") decides only some methods: auth[1] (path \"/dav/\") \
+          comes first, matches every path it does and decides the methods PUT there; put the \
+          more specific rule first",
         ]
     );
 }
