@@ -258,17 +258,41 @@ fn orderable(host: &str) -> Result<(), String> {
 
 #[cfg(feature = "acme")]
 /// Where the storage is by default: `/var/lib/brisk/acme` for a server
-/// started as root, else under the user's data directory.
-pub fn default_storage() -> PathBuf {
-    if crate::sys::privileges::euid() == 0 {
-        return PathBuf::from("/var/lib/brisk/acme");
+/// started as root, else under the user's data directory; None when the
+/// environment names none (see [`default_storage_in`]).
+pub fn default_storage() -> Option<PathBuf> {
+    default_storage_in(
+        crate::sys::privileges::euid(),
+        std::env::var_os("XDG_DATA_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+#[cfg(feature = "acme")]
+/// [`default_storage`] for the effective user `euid` and the values of
+/// `XDG_DATA_HOME` and `HOME`: `$XDG_DATA_HOME/brisk/acme`, else
+/// `$HOME/.local/share/brisk/acme`, each only when absolute. None
+/// without either: never a shared directory such as `/tmp`, where
+/// another user could make the storage first and answer the CA's
+/// challenges for brisk's names from it.
+pub fn default_storage_in(
+    euid: u32,
+    xdg_data_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    if euid == 0 {
+        return Some(PathBuf::from("/var/lib/brisk/acme"));
     }
-    let data = std::env::var_os("XDG_DATA_HOME")
+    let absolute = |p: &PathBuf| p.is_absolute();
+    let data = xdg_data_home
         .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
-    data.unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("brisk/acme")
+        .filter(absolute)
+        .or_else(|| {
+            home.map(PathBuf::from)
+                .filter(absolute)
+                .map(|h| h.join(".local/share"))
+        })?;
+    Some(data.join("brisk/acme"))
 }
 
 #[cfg(feature = "acme")]
@@ -312,6 +336,15 @@ pub(crate) fn finish(
     if hosts.is_empty() && local.is_empty() {
         return Err(fail(&s.origin, "names no host to order a certificate for: write hosts = [\"example.org\"], or give a [[site]] hosts that no [[tls.certificate]] covers".into()));
     }
+    let storage = match s.storage {
+        Some(dir) => dir,
+        None => default_storage().ok_or_else(|| {
+            fail(
+                &s.origin,
+                "storage is not set, and a user other than root has no default one without HOME or XDG_DATA_HOME (an absolute path): set storage = \"DIR\", a directory only the user brisk runs as may write".into(),
+            )
+        })?,
+    };
     let url = crate::acme::http::Url::parse(&s.directory.0).map_err(|e| fail(&s.directory.1, e))?;
     let host = url
         .host
@@ -325,7 +358,7 @@ pub(crate) fn finish(
         directory: s.directory.0,
         directory_addr: (host, url.port, addr),
         ca_roots: s.ca_roots,
-        storage: s.storage.unwrap_or_else(default_storage),
+        storage,
         hosts,
         local,
         challenges: s.challenges,

@@ -193,3 +193,36 @@ fn the_summary_says_what_is_ordered_from_where() {
         "{report}"
     );
 }
+
+#[test]
+fn the_default_storage_is_the_users_own_and_never_a_shared_directory() {
+    use crate::config::acme::default_storage_in;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+    let some = |s: &str| Some(OsString::from(s));
+    let at = |s: &str| Some(PathBuf::from(s));
+    // Root: the system's place, whatever the environment says.
+    assert_eq!(
+        default_storage_in(0, some("/x"), some("/root")),
+        at("/var/lib/brisk/acme")
+    );
+    assert_eq!(
+        default_storage_in(1000, some("/d"), some("/home/u")),
+        at("/d/brisk/acme")
+    );
+    assert_eq!(
+        default_storage_in(1000, None, some("/home/u")),
+        at("/home/u/.local/share/brisk/acme")
+    );
+    // Relative values are no directory of the user's: the next one, or
+    // none.
+    assert_eq!(
+        default_storage_in(1000, some("rel"), some("/home/u")),
+        at("/home/u/.local/share/brisk/acme")
+    );
+    // Without either, no default at all (it was /tmp/brisk/acme, which
+    // another user could make first and fill with challenges).
+    assert_eq!(default_storage_in(1000, None, None), None);
+    assert_eq!(default_storage_in(1000, some("rel"), some("")), None);
+    assert_eq!(default_storage_in(1000, None, some("home")), None);
+}
