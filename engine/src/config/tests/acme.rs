@@ -155,6 +155,12 @@ fn mistakes_are_refused_with_file_line_and_key() {
             &format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \"public/../public/acme\"\n"),
             "DIR/site.toml:4: acme.storage: DIR/public/../public/acme lies beneath the document root DIR/public, where its account and certificate keys could be served: put it outside every root",
         ),
+        (
+            // The other way round: a root inside the storage would serve
+            // `certs/<name>/key.pem` and `account.key` from it.
+            &format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \".\"\n"),
+            "DIR/site.toml:4: acme.storage: the document root DIR/public lies beneath DIR/., where its account and certificate keys could be served from it: put every root outside it",
+        ),
     ];
     for (toml, want) in cases {
         let e = run(toml).unwrap_err();
