@@ -232,3 +232,29 @@ fn the_default_storage_is_the_users_own_and_never_a_shared_directory() {
     assert_eq!(default_storage_in(1000, some("rel"), some("")), None);
     assert_eq!(default_storage_in(1000, None, some("home")), None);
 }
+
+#[test]
+fn a_reload_that_changes_the_ca_roots_needs_a_restart() {
+    let with = |roots: &str| {
+        run(&format!(
+            "{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \"/srv/acme\"\n{roots}"
+        ))
+        .unwrap()
+    };
+    let started = with("ca_roots = [\"/etc/ca/a.pem\"]\n");
+    // The same roots, another host: the ACME thread starts again.
+    let more = run(&format!(
+        "{TLS}[acme]\n{CA}hosts = [\"a.test\", \"b.test\"]\nstorage = \"/srv/acme\"\nca_roots = [\"/etc/ca/a.pem\"]\n"
+    ))
+    .unwrap();
+    assert!(started.restart_only_changes(&more).is_empty());
+    // Its HTTPS client was made at start with the roots read then: other
+    // roots (or none) would be ignored, so the reload is refused.
+    for roots in ["ca_roots = [\"/etc/ca/b.pem\"]\n", ""] {
+        assert_eq!(
+            started.restart_only_changes(&with(roots)),
+            ["acme.ca_roots"],
+            "{roots}"
+        );
+    }
+}
