@@ -299,17 +299,32 @@ pub fn default_storage_in(
 /// Settles `[acme]` once the sites and `[tls]` are known: the names to
 /// order (`hosts`, or every site's that no certificate covers), the
 /// directory's address.
+///
+/// `covered` says whether a configured certificate covers a name (by a
+/// wildcard too), `named` whether one names it exactly: that one is
+/// served for it before any certificate obtained, so a name of `hosts`
+/// it names is not ordered (it would be renewed forever, never served),
+/// and a warning says so.
 pub(crate) fn finish(
     s: AcmeSection,
     site_hosts: &[String],
     covered: &dyn Fn(&str) -> bool,
+    named: &dyn Fn(&str) -> bool,
 ) -> Result<AcmeConfig, ConfigError> {
     let fail = |at: &str, what: String| ConfigError {
         message: format!("{at}: {what}"),
     };
     let mut unordered = Vec::new();
+    let explicit = s.hosts.is_some();
     let all = match s.hosts {
-        Some((hosts, _)) => hosts,
+        Some((hosts, origin)) => {
+            for h in hosts.iter().filter(|h| named(h)) {
+                unordered.push(format!(
+                    "{origin}: {h}: a [[tls.certificate]] names it, and is served for it before any certificate obtained: it is not ordered (take it out of hosts, or out of that certificate, to say which)"
+                ));
+            }
+            hosts.into_iter().filter(|h| !named(h)).collect()
+        }
         None => site_hosts
             .iter()
             .map(|h| h.to_ascii_lowercase())
@@ -334,6 +349,12 @@ pub(crate) fn finish(
     };
     let (local, hosts): (Vec<String>, Vec<String>) = all.into_iter().partition(|h| is_local(h));
     if hosts.is_empty() && local.is_empty() {
+        if let Some(said) = unordered.first().filter(|_| explicit) {
+            // (Every name written is a configured certificate's.)
+            return Err(ConfigError {
+                message: said.clone(),
+            });
+        }
         return Err(fail(&s.origin, "names no host to order a certificate for: write hosts = [\"example.org\"], or give a [[site]] hosts that no [[tls.certificate]] covers".into()));
     }
     let storage = match s.storage {

@@ -325,7 +325,9 @@ fn load_command(
             .flat_map(|s| s.hosts.iter().cloned())
             .collect();
         let by = crate::tls::sni::ByName::new(&tls.certificates);
-        let acme = super::acme::finish(section, &site_hosts, &|host| by.covers(host))?;
+        let acme = super::acme::finish(section, &site_hosts, &|host| by.covers(host), &|host| {
+            by.names(host)
+        })?;
         // As `[tls] redirect_http` (unless it said so already): plain
         // HTTP to HTTPS; http-01 validations are answered before rules.
         if acme.redirect_http && cfg!(feature = "sites") && !tls.redirect_http {

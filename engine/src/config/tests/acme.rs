@@ -258,3 +258,30 @@ fn a_reload_that_changes_the_ca_roots_needs_a_restart() {
         );
     }
 }
+
+#[test]
+fn a_host_a_configured_certificate_names_is_not_ordered_and_a_warning_says_why() {
+    // a.pem names a.test and *.a.test. The configured certificate is
+    // served for a name it names exactly, before any obtained: ordering
+    // a.test would renew a certificate forever that is never served. A
+    // name it covers by its wildcard (www.a.test) gets ACME's, as
+    // written.
+    let cert = "[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
+    let c = run(&format!(
+        "{TLS}{cert}[acme]\n{CA}hosts = [\"A.test\", \"www.a.test\", \"b.test\"]\n"
+    ))
+    .unwrap();
+    let warnings = c.warnings();
+    assert_eq!(
+        warnings,
+        ["DIR/site.toml:9: acme.hosts: a.test: a [[tls.certificate]] names it, and is served for it before any certificate obtained: it is not ordered (take it out of hosts, or out of that certificate, to say which)"
+            .replace("DIR", c.config_file.as_ref().unwrap().parent().unwrap().to_str().unwrap())],
+    );
+    assert_eq!(c.acme.unwrap().hosts, ["www.a.test", "b.test"]);
+    // Only such names: nothing to order, and the refusal says why.
+    let e = run(&format!("{TLS}{cert}[acme]\n{CA}hosts = [\"a.test\"]\n")).unwrap_err();
+    assert_eq!(
+        e,
+        "DIR/site.toml:9: acme.hosts: a.test: a [[tls.certificate]] names it, and is served for it before any certificate obtained: it is not ordered (take it out of hosts, or out of that certificate, to say which)"
+    );
+}
