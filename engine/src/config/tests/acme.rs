@@ -184,6 +184,14 @@ fn the_summary_says_what_is_ordered_from_where() {
         report.contains("acme: https://127.0.0.1:14000/dir (at 127.0.0.1:14000), tls-alpn-01 then http-01, one certificate each for a.test, b.test\n  storage /srv/acme, plain HTTP redirected to HTTPS\n"),
         "{report}"
     );
+    // The sandbox's summary names the storage the ACME thread writes
+    // in, as the running server's line does (it said "writes nowhere").
+    if report.contains("Landlock (kernel ABI") {
+        assert!(
+            report.contains("; writes only to the ACME storage /srv/acme;"),
+            "{report}"
+        );
+    }
     // Local names only: no dangling list.
     let file = dir.write(
         "local.toml",
