@@ -57,6 +57,8 @@ pub struct AcmeConfig {
     /// Extra roots for the directory's own HTTPS (PEM files), beside the
     /// system's.
     pub ca_roots: Vec<PathBuf>,
+    /// Where `ca_roots` is (`brisk.toml:14: acme.ca_roots`), for messages.
+    pub ca_roots_origin: String,
     /// The storage directory (account, certificates, locks).
     pub storage: PathBuf,
     /// The names ordered, one certificate each.
@@ -86,6 +88,7 @@ pub(crate) struct AcmeSection {
     email: Option<String>,
     directory: (String, String),
     ca_roots: Vec<PathBuf>,
+    ca_roots_origin: String,
     storage: Option<PathBuf>,
     hosts: Option<(Vec<String>, String)>,
     challenges: Vec<&'static str>,
@@ -109,6 +112,7 @@ impl Loader<'_> {
             email: None,
             directory: (LETS_ENCRYPT.to_string(), self.origin("acme", v)),
             ca_roots: Vec::new(),
+            ca_roots_origin: self.origin("acme.ca_roots", v),
             storage: None,
             hosts: None,
             challenges: CHALLENGES.to_vec(),
@@ -148,6 +152,7 @@ impl Loader<'_> {
                         .into_iter()
                         .map(|(_, item)| self.path("acme.ca_roots", item))
                         .collect::<Result<_, _>>()?;
+                    s.ca_roots_origin = self.origin("acme.ca_roots", value);
                 }
                 "storage" => s.storage = Some(self.path("acme.storage", value)?),
                 "hosts" => {
@@ -379,6 +384,7 @@ pub(crate) fn finish(
         directory: s.directory.0,
         directory_addr: (host, url.port, addr),
         ca_roots: s.ca_roots,
+        ca_roots_origin: s.ca_roots_origin,
         storage,
         hosts,
         local,

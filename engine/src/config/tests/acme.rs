@@ -293,3 +293,29 @@ fn a_host_a_configured_certificate_names_is_not_ordered_and_a_warning_says_why()
         "DIR/site.toml:9: acme.hosts: a.test: a [[tls.certificate]] names it, and is served for it before any certificate obtained: it is not ordered (take it out of hosts, or out of that certificate, to say which)"
     );
 }
+
+#[test]
+fn the_check_reads_the_ca_roots_as_the_start_does_and_names_their_line() {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("notes.txt"), "no certificate here\n").unwrap();
+    for (roots, want) in [
+        (
+            "missing.pem",
+            "DIR/site.toml:6: acme.ca_roots: cannot read DIR/missing.pem: No such file or directory (os error 2)",
+        ),
+        (
+            "notes.txt",
+            "DIR/site.toml:6: acme.ca_roots: no usable CA certificate in DIR/notes.txt",
+        ),
+    ] {
+        let file = dir.write(
+            "site.toml",
+            &format!("root = \"public\"\n{TLS}[acme]\n{CA}ca_roots = [\"{roots}\"]\nhosts = [\"a.test\"]\n"),
+        );
+        let got = match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+            Err(ConfigError { message }) => message.replace(dir.path().to_str().unwrap(), "DIR"),
+            Ok(_) => panic!("{roots}: the check said OK, and the start would fail"),
+        };
+        assert_eq!(got, want);
+    }
+}
