@@ -195,8 +195,19 @@ impl Manager {
         live: Arc<Live>,
         responder: Arc<dyn Responder + Send + Sync>,
     ) -> Result<Manager, String> {
-        let store = Store::open(&settings.storage, &settings.directory)
-            .map_err(|e| format!("acme: storage {}: {e}", settings.storage.display()))?;
+        let store = Store::open(&settings.storage, &settings.directory).map_err(|e| {
+            // (Started as root, brisk made the storage and gave it to the
+            // user it serves as; a directory above it may still be closed
+            // to that user, or the storage not writable by it.)
+            let why = match e.kind() {
+                std::io::ErrorKind::PermissionDenied => format!(
+                    " (brisk serves as uid {}: that user must be able to search every directory above the storage, and to write in the storage; see their modes with ls -ld)",
+                    crate::sys::privileges::euid()
+                ),
+                _ => String::new(),
+            };
+            format!("acme: storage {}: {e}{why}", settings.storage.display())
+        })?;
         let names = settings
             .names
             .iter()
