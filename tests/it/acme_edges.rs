@@ -337,3 +337,47 @@ fn started_as_root_serving_as_another_user_its_storage_is_that_users_and_private
     drop(server);
     let _ = std::fs::remove_dir_all(&top);
 }
+
+#[test]
+fn a_storage_the_serving_user_cannot_reach_is_said_with_who_brisk_serves_as() {
+    let Some((uid, _)) = nobody() else {
+        return;
+    };
+    let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+        return;
+    };
+    // Started as root, brisk makes the storage and gives it to nobody;
+    // a directory above it, root's and 0700, still keeps nobody out.
+    // The error said "cannot make <storage>: Permission denied" of a
+    // storage that was there: now it says whom it keeps out, and how.
+    let top = std::env::temp_dir().join(format!("brisk-acme-closed-{}", std::process::id()));
+    let closed = top.join("closed");
+    std::fs::create_dir_all(&closed).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let storage = closed.join("acme");
+    let (b, _tls) = acme_builder(
+        &pebble,
+        &["a.test"],
+        &[],
+        "user = \"nobody\"\n",
+        Some(&storage),
+        "",
+    );
+    let server = b.start();
+    let line = poll(Duration::from_secs(20), || {
+        let err = server.stderr();
+        err.lines()
+            .find(|l| l.contains("acme: storage"))
+            .map(str::to_string)
+    });
+    let line = line.unwrap_or_else(|| panic!("no storage error: {}", server.stderr()));
+    assert!(
+        line.contains(&format!(
+            "Permission denied (os error 13) (brisk serves as uid {uid}: that user must be able to search every directory above the storage, and to write in the storage; see their modes with ls -ld); no certificate will be ordered"
+        )),
+        "{line}"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&top);
+}

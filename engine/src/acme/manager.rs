@@ -166,6 +166,10 @@ pub struct Manager {
     directory: Option<Directory>,
     /// Whether the CA's lack of ARI was said in the log.
     no_ari_said: bool,
+    /// Why each name's stored certificate was last not served, as said
+    /// in the log: said once, not at each look (a step looks up to three
+    /// times: before the lock, after it, after the order).
+    unserved_said: HashMap<String, String>,
     /// Set when its thread is told to stop (a reload replaced it): no
     /// name is ordered after that.
     stopped: Option<Stop>,
@@ -195,8 +199,19 @@ impl Manager {
         live: Arc<Live>,
         responder: Arc<dyn Responder + Send + Sync>,
     ) -> Result<Manager, String> {
-        let store = Store::open(&settings.storage, &settings.directory)
-            .map_err(|e| format!("acme: storage {}: {e}", settings.storage.display()))?;
+        let store = Store::open(&settings.storage, &settings.directory).map_err(|e| {
+            // (Started as root, brisk made the storage and gave it to the
+            // user it serves as; a directory above it may still be closed
+            // to that user, or the storage not writable by it.)
+            let why = match e.kind() {
+                std::io::ErrorKind::PermissionDenied => format!(
+                    " (brisk serves as uid {}: that user must be able to search every directory above the storage, and to write in the storage; see their modes with ls -ld)",
+                    crate::sys::privileges::euid()
+                ),
+                _ => String::new(),
+            };
+            format!("acme: storage {}: {e}{why}", settings.storage.display())
+        })?;
         let names = settings
             .names
             .iter()
@@ -213,6 +228,7 @@ impl Manager {
             local: NameState::default(),
             directory: None,
             no_ari_said: false,
+            unserved_said: HashMap::new(),
             stopped: None,
         })
     }
@@ -249,13 +265,17 @@ impl Manager {
         let (key, not_before, not_after) = match usable(&stored, &[name], now) {
             Ok(k) => k,
             Err(e) => {
-                log(
-                    Level::Warn,
-                    format_args!("acme: {name}: the stored certificate is not served: {e}"),
-                );
+                if self.unserved_said.get(name) != Some(&e) {
+                    log(
+                        Level::Warn,
+                        format_args!("acme: {name}: the stored certificate is not served: {e}"),
+                    );
+                    self.unserved_said.insert(name.to_string(), e);
+                }
                 return false;
             }
         };
+        self.unserved_said.remove(name);
         // Not an older one, nor the one served (a renewal may end in the
         // same second as the certificate it replaces).
         let served = self.live.issued(name);
@@ -1212,6 +1232,43 @@ mod tests {
         assert!(
             lines[0].starts_with("Warn acme: f.test: the stored certificate is not served: it is for e.test, not for f.test"),
             "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_stored_certificate_that_cannot_be_served_is_said_once_not_at_each_look() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut other = manager_at(&ca, "said-once-good");
+        stepped(&mut other, certs::now());
+        let good = other.store.certificate("e.test").unwrap().unwrap();
+        let mut m = manager_at(&ca, "said-once");
+        m.store.save_certificate("f.test", &good).unwrap();
+        let mut lines = Vec::new();
+        let mut log = |l: Level, a: std::fmt::Arguments<'_>| lines.push(format!("{l:?} {a}"));
+        // At start, before the lock, after it: one line, not three.
+        for _ in 0..3 {
+            assert!(!m.serve_stored("f.test", certs::now(), &mut log));
+        }
+        // Another fault is said again; so is the first once it was fixed
+        // and came back.
+        let mut broken = good.clone();
+        broken.chain_pem.clear();
+        m.store.save_certificate("f.test", &broken).unwrap();
+        assert!(!m.serve_stored("f.test", certs::now(), &mut log));
+        m.store.save_certificate("f.test", &good).unwrap();
+        assert!(!m.serve_stored("f.test", certs::now(), &mut log));
+        let said: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.contains("is not served"))
+            .collect();
+        assert_eq!(said.len(), 3, "{lines:?}");
+        assert!(
+            said[0].ends_with("it is for e.test, not for f.test"),
+            "{said:?}"
+        );
+        assert!(
+            said[2].ends_with("it is for e.test, not for f.test"),
+            "{said:?}"
         );
     }
 

@@ -57,6 +57,8 @@ pub struct AcmeConfig {
     /// Extra roots for the directory's own HTTPS (PEM files), beside the
     /// system's.
     pub ca_roots: Vec<PathBuf>,
+    /// Where `ca_roots` is (`brisk.toml:14: acme.ca_roots`), for messages.
+    pub ca_roots_origin: String,
     /// The storage directory (account, certificates, locks).
     pub storage: PathBuf,
     /// The names ordered, one certificate each.
@@ -86,6 +88,7 @@ pub(crate) struct AcmeSection {
     email: Option<String>,
     directory: (String, String),
     ca_roots: Vec<PathBuf>,
+    ca_roots_origin: String,
     storage: Option<PathBuf>,
     hosts: Option<(Vec<String>, String)>,
     challenges: Vec<&'static str>,
@@ -109,6 +112,7 @@ impl Loader<'_> {
             email: None,
             directory: (LETS_ENCRYPT.to_string(), self.origin("acme", v)),
             ca_roots: Vec::new(),
+            ca_roots_origin: self.origin("acme.ca_roots", v),
             storage: None,
             hosts: None,
             challenges: CHALLENGES.to_vec(),
@@ -148,6 +152,7 @@ impl Loader<'_> {
                         .into_iter()
                         .map(|(_, item)| self.path("acme.ca_roots", item))
                         .collect::<Result<_, _>>()?;
+                    s.ca_roots_origin = self.origin("acme.ca_roots", value);
                 }
                 "storage" => s.storage = Some(self.path("acme.storage", value)?),
                 "hosts" => {
@@ -258,34 +263,73 @@ fn orderable(host: &str) -> Result<(), String> {
 
 #[cfg(feature = "acme")]
 /// Where the storage is by default: `/var/lib/brisk/acme` for a server
-/// started as root, else under the user's data directory.
-pub fn default_storage() -> PathBuf {
-    if crate::sys::privileges::euid() == 0 {
-        return PathBuf::from("/var/lib/brisk/acme");
+/// started as root, else under the user's data directory; None when the
+/// environment names none (see [`default_storage_in`]).
+pub fn default_storage() -> Option<PathBuf> {
+    default_storage_in(
+        crate::sys::privileges::euid(),
+        std::env::var_os("XDG_DATA_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+#[cfg(feature = "acme")]
+/// [`default_storage`] for the effective user `euid` and the values of
+/// `XDG_DATA_HOME` and `HOME`: `$XDG_DATA_HOME/brisk/acme`, else
+/// `$HOME/.local/share/brisk/acme`, each only when absolute. None
+/// without either: never a shared directory such as `/tmp`, where
+/// another user could make the storage first and answer the CA's
+/// challenges for brisk's names from it.
+pub fn default_storage_in(
+    euid: u32,
+    xdg_data_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    if euid == 0 {
+        return Some(PathBuf::from("/var/lib/brisk/acme"));
     }
-    let data = std::env::var_os("XDG_DATA_HOME")
+    let absolute = |p: &PathBuf| p.is_absolute();
+    let data = xdg_data_home
         .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
-    data.unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("brisk/acme")
+        .filter(absolute)
+        .or_else(|| {
+            home.map(PathBuf::from)
+                .filter(absolute)
+                .map(|h| h.join(".local/share"))
+        })?;
+    Some(data.join("brisk/acme"))
 }
 
 #[cfg(feature = "acme")]
 /// Settles `[acme]` once the sites and `[tls]` are known: the names to
 /// order (`hosts`, or every site's that no certificate covers), the
 /// directory's address.
+///
+/// `covered` says whether a configured certificate covers a name (by a
+/// wildcard too), `named` whether one names it exactly: that one is
+/// served for it before any certificate obtained, so a name of `hosts`
+/// it names is not ordered (it would be renewed forever, never served),
+/// and a warning says so.
 pub(crate) fn finish(
     s: AcmeSection,
     site_hosts: &[String],
     covered: &dyn Fn(&str) -> bool,
+    named: &dyn Fn(&str) -> bool,
 ) -> Result<AcmeConfig, ConfigError> {
     let fail = |at: &str, what: String| ConfigError {
         message: format!("{at}: {what}"),
     };
     let mut unordered = Vec::new();
+    let explicit = s.hosts.is_some();
     let all = match s.hosts {
-        Some((hosts, _)) => hosts,
+        Some((hosts, origin)) => {
+            for h in hosts.iter().filter(|h| named(h)) {
+                unordered.push(format!(
+                    "{origin}: {h}: a [[tls.certificate]] names it, and is served for it before any certificate obtained: it is not ordered (take it out of hosts, or out of that certificate, to say which)"
+                ));
+            }
+            hosts.into_iter().filter(|h| !named(h)).collect()
+        }
         None => site_hosts
             .iter()
             .map(|h| h.to_ascii_lowercase())
@@ -310,8 +354,23 @@ pub(crate) fn finish(
     };
     let (local, hosts): (Vec<String>, Vec<String>) = all.into_iter().partition(|h| is_local(h));
     if hosts.is_empty() && local.is_empty() {
+        if let Some(said) = unordered.first().filter(|_| explicit) {
+            // (Every name written is a configured certificate's.)
+            return Err(ConfigError {
+                message: said.clone(),
+            });
+        }
         return Err(fail(&s.origin, "names no host to order a certificate for: write hosts = [\"example.org\"], or give a [[site]] hosts that no [[tls.certificate]] covers".into()));
     }
+    let storage = match s.storage {
+        Some(dir) => dir,
+        None => default_storage().ok_or_else(|| {
+            fail(
+                &s.origin,
+                "storage is not set, and a user other than root has no default one without HOME or XDG_DATA_HOME (an absolute path): set storage = \"DIR\", a directory only the user brisk runs as may write".into(),
+            )
+        })?,
+    };
     let url = crate::acme::http::Url::parse(&s.directory.0).map_err(|e| fail(&s.directory.1, e))?;
     let host = url
         .host
@@ -325,7 +384,8 @@ pub(crate) fn finish(
         directory: s.directory.0,
         directory_addr: (host, url.port, addr),
         ca_roots: s.ca_roots,
-        storage: s.storage.unwrap_or_else(default_storage),
+        ca_roots_origin: s.ca_roots_origin,
+        storage,
         hosts,
         local,
         challenges: s.challenges,

@@ -325,7 +325,9 @@ fn load_command(
             .flat_map(|s| s.hosts.iter().cloned())
             .collect();
         let by = crate::tls::sni::ByName::new(&tls.certificates);
-        let acme = super::acme::finish(section, &site_hosts, &|host| by.covers(host))?;
+        let acme = super::acme::finish(section, &site_hosts, &|host| by.covers(host), &|host| {
+            by.names(host)
+        })?;
         // As `[tls] redirect_http` (unless it said so already): plain
         // HTTP to HTTPS; http-01 validations are answered before rules.
         if acme.redirect_http && cfg!(feature = "sites") && !tls.redirect_http {
@@ -457,6 +459,15 @@ fn load_command(
     config.check_handlers(super::BUILT_IN_HANDLERS)?;
 
     if flags.check {
+        // Read at start, before the sandbox (a reload keeps them): the
+        // check reads them as the start would.
+        #[cfg(feature = "acme")]
+        if let Some(a) = config.acme().filter(|a| !a.ca_roots.is_empty()) {
+            let cas: Vec<&std::path::Path> = a.ca_roots.iter().map(|p| p.as_path()).collect();
+            crate::tls::client::roots(&cas).map_err(|e| ConfigError {
+                message: format!("{}: {e}", a.ca_roots_origin),
+            })?;
+        }
         return Ok(Command::CheckOk(summary::summary(&config, &source_name)));
     }
     if let Some((signal, what)) = flags.signal {

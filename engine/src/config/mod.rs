@@ -977,6 +977,10 @@ impl Config {
     pub fn restart_only_changes(&self, new: &Config) -> Vec<&'static str> {
         let a = self;
         let b = new;
+        // The ACME thread's HTTPS client is made at start, with the roots
+        // read then (the sandbox may not let it read them again).
+        let ca_roots =
+            matches!((a.acme(), b.acme()), (Some(x), Some(y)) if x.ca_roots != y.ca_roots);
         [
             (a.workers != b.workers, "workers"),
             (a.daemon != b.daemon, "daemon"),
@@ -989,6 +993,7 @@ impl Config {
             (a.upgrade != b.upgrade, "upgrade"),
             (a.log.access != b.log.access, "log.access"),
             (a.log.error != b.log.error, "log.error"),
+            (ca_roots, "acme.ca_roots"),
             (
                 a.timeouts.defer_accept != b.timeouts.defer_accept,
                 "timeouts.defer_accept",

@@ -73,25 +73,37 @@ impl Config {
     /// so they cannot be told by their identity as [`Config::own_files`]
     /// are: they must live elsewhere.
     pub(super) fn secrets_outside_roots(&self) -> Result<(), String> {
-        let mut dirs: Vec<(&Path, String, &str)> = Vec::new();
+        // (dir, its key, what it holds, whether beneath it too: the ACME
+        // storage is a tree; the ticket keys lie in their directory.)
+        let mut dirs: Vec<(&Path, String, &str, bool)> = Vec::new();
         #[cfg(feature = "acme")]
         if let Some(a) = self.acme() {
             let what = "its account and certificate keys";
-            dirs.push((&a.storage, format!("{}.storage", a.origin), what));
+            dirs.push((&a.storage, format!("{}.storage", a.origin), what, true));
         }
         if let Some(k) = self.tls.as_ref().and_then(|t| t.ticket_keys()) {
             let what = "the session-ticket keys";
             let dir = k.file.parent().unwrap_or(&k.file);
-            dirs.push((dir, k.origin.clone(), what));
+            dirs.push((dir, k.origin.clone(), what, false));
         }
         let trees = self.served_trees();
-        for (dir, origin, what) in dirs {
+        for (dir, origin, what, tree) in dirs {
             let real = beneath_existing(dir);
             if let Some((root, kind)) = trees.iter().find(|(root, _)| real.starts_with(root)) {
                 return Err(format!(
                     "{origin}: {} lies beneath the {kind} {}, where {what} could be served: put it outside every root",
                     dir.display(),
                     root.display()
+                ));
+            }
+            // A root inside the storage serves what lies beneath it (its
+            // keys at `<root>/certs/<name>/key.pem`, say).
+            let inside = |root: &Path| tree && beneath_existing(root).starts_with(&real);
+            if let Some((root, kind)) = trees.iter().find(|(root, _)| inside(root)) {
+                return Err(format!(
+                    "{origin}: the {kind} {} lies beneath {}, where {what} could be served from it: put every root outside it",
+                    root.display(),
+                    dir.display()
                 ));
             }
         }

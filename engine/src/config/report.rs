@@ -963,6 +963,18 @@ fn confinement(c: &Config, s: &mut String) {
             if !writable.is_empty() {
                 places.push(format!("the WebDAV trees {}", writable.join(", ")));
             }
+            // As the running server's line says (`sandbox::writes`).
+            if let Some(a) = c.acme() {
+                places.push(format!("the ACME storage {}", a.storage.display()));
+            }
+            if let Some(dir) = c
+                .tls
+                .as_ref()
+                .and_then(|t| t.ticket_keys())
+                .and_then(|k| k.file.parent())
+            {
+                places.push(format!("the ticket keys' directory {}", dir.display()));
+            }
             let writes = match places.is_empty() {
                 true => "nowhere".to_string(),
                 false => format!("only to {}", places.join(" and ")),

@@ -780,7 +780,11 @@ fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
         })
         .map_err(|e| fail(format!("storage {}: {e}", dir.display())))?;
     let cas: Vec<&std::path::Path> = acme.ca_roots.iter().map(|p| p.as_path()).collect();
-    let roots = crate::tls::client::roots(&cas).map_err(|e| fail(format!("ca_roots: {e}")))?;
+    let roots = crate::tls::client::roots(&cas).map_err(|e| {
+        Error::Config(crate::config::ConfigError {
+            message: format!("{}: {e}", acme.ca_roots_origin),
+        })
+    })?;
     let client = crate::acme::http::Client::new(roots, Duration::from_secs(30)).map_err(fail)?;
     Ok(Some(AcmePrepared {
         client,

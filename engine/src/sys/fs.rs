@@ -669,31 +669,55 @@ fn break_if_stale(path: &Path, stale: std::time::Duration) -> io::Result<bool> {
     Ok(true)
 }
 
-/// This server as a lock's holder: its host name and pid. Read once,
-/// before the sandbox hides `/proc/sys` (`process::run` asks first).
+/// This server as a lock's holder: its host name, pid, and when it
+/// started (`vm pid 1 started 1764640800.123456789`): a process that
+/// comes after it with the same pid (a container restarted, brisk its
+/// pid 1 again) is told from it. Read once, before the sandbox hides
+/// `/proc/sys` (`process::run` asks first).
 pub fn lock_holder() -> &'static str {
     static HOLDER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOLDER.get_or_init(|| {
         let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
             .unwrap_or_else(|_| "brisk".to_string());
-        format!("{machine} pid {}", std::process::id())
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!(
+            "{machine} pid {} started {}.{:09}",
+            std::process::id(),
+            started.as_secs(),
+            started.subsec_nanos()
+        )
     })
 }
 
+/// The machine and the pid a holder's line ([`lock_holder`]'s words, or
+/// an earlier version's `machine pid N`) names.
+fn machine_and_pid(holder: &str) -> Option<(&str, &str)> {
+    let (machine, rest) = holder.rsplit_once(" pid ")?;
+    let pid = rest.split(' ').next()?;
+    pid.parse::<u32>().ok()?;
+    Some((machine, pid))
+}
+
 /// Whether `holder` ([`lock_holder`]'s words) names a process of this
-/// machine, not this one, that is no more. Unknown (another machine, no
-/// `/proc` to look in, as inside some sandboxes): no.
+/// machine, not this one, that is no more: one whose pid is not running,
+/// or an earlier one with this process's pid (its line is not this
+/// process's own). Unknown (another machine, no `/proc` to look in, as
+/// inside some sandboxes): no.
 fn holder_is_gone(holder: &str) -> bool {
-    let Some((machine, pid)) = holder.rsplit_once(" pid ") else {
-        return false;
-    };
     let ours = lock_holder();
-    let Some((our_machine, our_pid)) = ours.rsplit_once(" pid ") else {
+    let (Some((machine, pid)), Some((our_machine, our_pid))) =
+        (machine_and_pid(holder), machine_and_pid(ours))
+    else {
         return false;
     };
-    if machine != our_machine || pid == our_pid || pid.parse::<u32>().is_err() {
+    if machine != our_machine || holder == ours {
         return false;
+    }
+    if pid == our_pid {
+        return true;
     }
     Path::new("/proc/self").exists() && !Path::new("/proc").join(pid).exists()
 }
@@ -972,6 +996,19 @@ mod tests {
         let held = lock(&path, lock_holder(), stale).unwrap();
         assert!(held.is_some(), "an orphan's lock is taken");
         drop(held);
+        // Left by an earlier process with this one's pid (a container
+        // restarted: brisk its pid 1 again), whose line is not this
+        // process's: broken, taken, at once.
+        let earlier = format!("{machine} pid {}", std::process::id());
+        for holder in [earlier.clone(), format!("{earlier} started 1.000000001")] {
+            std::fs::write(&path, format!("{holder}\n")).unwrap();
+            let held = lock(&path, lock_holder(), stale).unwrap();
+            assert!(
+                held.is_some(),
+                "{holder}: an earlier process's lock is taken"
+            );
+            drop(held);
+        }
         // Held by a process that runs (this one), or another machine's:
         // kept until it is stale.
         for holder in [lock_holder().to_string(), format!("elsewhere pid {dead}")] {

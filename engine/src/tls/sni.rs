@@ -217,6 +217,12 @@ impl ByName {
         0
     }
 
+    /// Whether a configured certificate names `host` exactly (it is then
+    /// served for `host` before any obtained while running).
+    pub fn names(&self, host: &str) -> bool {
+        self.find(host).is_some()
+    }
+
     /// Whether a configured certificate is for `host` (exactly, or by a
     /// wildcard), rather than the default for any name.
     pub fn covers(&self, host: &str) -> bool {

@@ -155,6 +155,12 @@ fn mistakes_are_refused_with_file_line_and_key() {
             &format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \"public/../public/acme\"\n"),
             "DIR/site.toml:4: acme.storage: DIR/public/../public/acme lies beneath the document root DIR/public, where its account and certificate keys could be served: put it outside every root",
         ),
+        (
+            // The other way round: a root inside the storage would serve
+            // `certs/<name>/key.pem` and `account.key` from it.
+            &format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \".\"\n"),
+            "DIR/site.toml:4: acme.storage: the document root DIR/public lies beneath DIR/., where its account and certificate keys could be served from it: put every root outside it",
+        ),
     ];
     for (toml, want) in cases {
         let e = run(toml).unwrap_err();
@@ -178,6 +184,14 @@ fn the_summary_says_what_is_ordered_from_where() {
         report.contains("acme: https://127.0.0.1:14000/dir (at 127.0.0.1:14000), tls-alpn-01 then http-01, one certificate each for a.test, b.test\n  storage /srv/acme, plain HTTP redirected to HTTPS\n"),
         "{report}"
     );
+    // The sandbox's summary names the storage the ACME thread writes
+    // in, as the running server's line does (it said "writes nowhere").
+    if report.contains("Landlock (kernel ABI") {
+        assert!(
+            report.contains("; writes only to the ACME storage /srv/acme;"),
+            "{report}"
+        );
+    }
     // Local names only: no dangling list.
     let file = dir.write(
         "local.toml",
@@ -192,4 +206,116 @@ fn the_summary_says_what_is_ordered_from_where() {
         report.contains("then http-01, no public name (the local CA's only)\n"),
         "{report}"
     );
+}
+
+#[test]
+fn the_default_storage_is_the_users_own_and_never_a_shared_directory() {
+    use crate::config::acme::default_storage_in;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+    let some = |s: &str| Some(OsString::from(s));
+    let at = |s: &str| Some(PathBuf::from(s));
+    // Root: the system's place, whatever the environment says.
+    assert_eq!(
+        default_storage_in(0, some("/x"), some("/root")),
+        at("/var/lib/brisk/acme")
+    );
+    assert_eq!(
+        default_storage_in(1000, some("/d"), some("/home/u")),
+        at("/d/brisk/acme")
+    );
+    assert_eq!(
+        default_storage_in(1000, None, some("/home/u")),
+        at("/home/u/.local/share/brisk/acme")
+    );
+    // Relative values are no directory of the user's: the next one, or
+    // none.
+    assert_eq!(
+        default_storage_in(1000, some("rel"), some("/home/u")),
+        at("/home/u/.local/share/brisk/acme")
+    );
+    // Without either, no default at all (it was /tmp/brisk/acme, which
+    // another user could make first and fill with challenges).
+    assert_eq!(default_storage_in(1000, None, None), None);
+    assert_eq!(default_storage_in(1000, some("rel"), some("")), None);
+    assert_eq!(default_storage_in(1000, None, some("home")), None);
+}
+
+#[test]
+fn a_reload_that_changes_the_ca_roots_needs_a_restart() {
+    let with = |roots: &str| {
+        run(&format!(
+            "{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \"/srv/acme\"\n{roots}"
+        ))
+        .unwrap()
+    };
+    let started = with("ca_roots = [\"/etc/ca/a.pem\"]\n");
+    // The same roots, another host: the ACME thread starts again.
+    let more = run(&format!(
+        "{TLS}[acme]\n{CA}hosts = [\"a.test\", \"b.test\"]\nstorage = \"/srv/acme\"\nca_roots = [\"/etc/ca/a.pem\"]\n"
+    ))
+    .unwrap();
+    assert!(started.restart_only_changes(&more).is_empty());
+    // Its HTTPS client was made at start with the roots read then: other
+    // roots (or none) would be ignored, so the reload is refused.
+    for roots in ["ca_roots = [\"/etc/ca/b.pem\"]\n", ""] {
+        assert_eq!(
+            started.restart_only_changes(&with(roots)),
+            ["acme.ca_roots"],
+            "{roots}"
+        );
+    }
+}
+
+#[test]
+fn a_host_a_configured_certificate_names_is_not_ordered_and_a_warning_says_why() {
+    // a.pem names a.test and *.a.test. The configured certificate is
+    // served for a name it names exactly, before any obtained: ordering
+    // a.test would renew a certificate forever that is never served. A
+    // name it covers by its wildcard (www.a.test) gets ACME's, as
+    // written.
+    let cert = "[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
+    let c = run(&format!(
+        "{TLS}{cert}[acme]\n{CA}hosts = [\"A.test\", \"www.a.test\", \"b.test\"]\n"
+    ))
+    .unwrap();
+    let warnings = c.warnings();
+    assert_eq!(
+        warnings,
+        ["DIR/site.toml:9: acme.hosts: a.test: a [[tls.certificate]] names it, and is served for it before any certificate obtained: it is not ordered (take it out of hosts, or out of that certificate, to say which)"
+            .replace("DIR", c.config_file.as_ref().unwrap().parent().unwrap().to_str().unwrap())],
+    );
+    assert_eq!(c.acme.unwrap().hosts, ["www.a.test", "b.test"]);
+    // Only such names: nothing to order, and the refusal says why.
+    let e = run(&format!("{TLS}{cert}[acme]\n{CA}hosts = [\"a.test\"]\n")).unwrap_err();
+    assert_eq!(
+        e,
+        "DIR/site.toml:9: acme.hosts: a.test: a [[tls.certificate]] names it, and is served for it before any certificate obtained: it is not ordered (take it out of hosts, or out of that certificate, to say which)"
+    );
+}
+
+#[test]
+fn the_check_reads_the_ca_roots_as_the_start_does_and_names_their_line() {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("notes.txt"), "no certificate here\n").unwrap();
+    for (roots, want) in [
+        (
+            "missing.pem",
+            "DIR/site.toml:6: acme.ca_roots: cannot read DIR/missing.pem: No such file or directory (os error 2)",
+        ),
+        (
+            "notes.txt",
+            "DIR/site.toml:6: acme.ca_roots: no usable CA certificate in DIR/notes.txt",
+        ),
+    ] {
+        let file = dir.write(
+            "site.toml",
+            &format!("root = \"public\"\n{TLS}[acme]\n{CA}ca_roots = [\"{roots}\"]\nhosts = [\"a.test\"]\n"),
+        );
+        let got = match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+            Err(ConfigError { message }) => message.replace(dir.path().to_str().unwrap(), "DIR"),
+            Ok(_) => panic!("{roots}: the check said OK, and the start would fail"),
+        };
+        assert_eq!(got, want);
+    }
 }

@@ -466,6 +466,7 @@ fn the_acme_thread_connects_nowhere_when_it_asks_no_ca() {
         directory: "https://ca.test:14000/dir".into(),
         directory_addr: ("ca.test".into(), 14000, None),
         ca_roots: Vec::new(),
+        ca_roots_origin: "brisk.toml:3: acme".into(),
         storage: dir.clone(),
         hosts: hosts.iter().map(|h| h.to_string()).collect(),
         local: local.iter().map(|h| h.to_string()).collect(),
