@@ -298,6 +298,34 @@ fn proxy_tls_listen_needs_certificates_and_an_address_of_its_own() {
     .contains("proxy.tls_listen: 127.0.0.1:8081 is also in"));
 }
 
+/// `[proxy] tls_listen` alone is where the certificates serve: `[tls]`
+/// needs no `listen` of its own then (it was refused with a line about
+/// `[tls] listen` that said nothing of tls_listen).
+#[test]
+#[cfg(feature = "ops")]
+fn proxy_tls_listen_alone_needs_no_tls_listen() {
+    let dir = site();
+    let c = run(
+        &dir,
+        "[proxy]\ntls_listen = \"127.0.0.1:8444\"\n[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.proxy.tls_listen, vec!["127.0.0.1:8444".parse().unwrap()]);
+    let tls = c.tls.expect("tls");
+    assert!(tls.listen.is_empty());
+    assert_eq!(tls.certificates.len(), 1);
+    assert!(c.listen.is_empty(), "no plain listener without the header");
+    // Plain PROXY listeners alone still leave [tls] without an address.
+    assert!(run(
+        &dir,
+        "[proxy]\nlisten = \"127.0.0.1:8081\"\n[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n",
+        &[],
+    )
+    .unwrap_err()
+    .contains("tls: needs listen = ["));
+}
+
 #[test]
 #[cfg(feature = "ops")]
 fn ticket_keys_name_a_file_and_its_rotation() {
