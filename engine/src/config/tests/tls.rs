@@ -214,6 +214,28 @@ fn tls_flags_make_the_listen_flags_serve_https() {
     );
 }
 
+/// `[tls] listen = []`: the summary says where the certificates serve
+/// instead of an empty list ("tls: listen  (TLS ...").
+#[test]
+#[cfg(feature = "ops")]
+fn check_config_says_where_a_tls_section_without_an_address_serves() {
+    let dir = site();
+    let toml = "root = \"public\"\n[tls]\nlisten = []\n[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
+    let file = dir.write("site.toml", toml);
+    let out = match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+        Ok(Command::CheckOk(s)) => s,
+        other => panic!("{other:?}"),
+    };
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("tls: "))
+        .expect("a tls line");
+    assert!(
+        line.starts_with("tls: no listen address of its own ([proxy] tls_listen, or the sockets systemd passes named https or tls) (TLS 1.3 and 1.2, ALPN "),
+        "{line}"
+    );
+}
+
 #[test]
 fn check_config_shows_the_certificates() {
     let dir = site();
