@@ -520,6 +520,36 @@ fn with_cgi_the_server_keeps_seccomp_and_programs_start_from_the_launcher() {
     assert!(!err.contains("not permitted"), "{err}");
 }
 
+/// A CGI program runs as the user the server serves as, so without
+/// Landlock's signal scope (ABI 6) it could stop, freeze or kill the
+/// server with one kill(2); it may still signal the processes it starts.
+#[test]
+fn cgi_programs_cannot_signal_the_server_but_signal_their_own_children() {
+    if brisk::sys::sandbox::landlock_abi().is_none_or(|abi| abi < 6) {
+        skip("needs Landlock ABI 6 (Linux 6.12)");
+        return;
+    }
+    let mut b = Builder::new();
+    // The server is the nearest ancestor named brisk (the launcher,
+    // brisk-cgi, is between).
+    write_mode(
+        &b.base().join("cgi-bin/kill.cgi"),
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\n\
+p=$PPID\n\
+while [ \"$p\" -gt 1 ] && [ \"$(cat /proc/$p/comm)\" != brisk ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done\n\
+if kill -0 \"$p\" 2>/dev/null; then echo server signalled; else echo server refused; fi\n\
+sleep 30 & c=$!\n\
+if kill \"$c\"; then echo child signalled; else echo child refused; fi\n",
+        0o755,
+    );
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    let s = b.start();
+    wait_started(&s);
+    let r = s.get("/cgi-bin/kill.cgi");
+    assert_eq!(r.status, 200, "{}", s.stderr());
+    assert_eq!(r.text(), "server refused\nchild signalled\n");
+}
+
 #[test]
 fn a_root_the_serving_user_cannot_reach_by_path_is_still_confined() {
     let (Some(_), true) = (nobody(), is_root()) else {

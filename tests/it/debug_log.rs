@@ -187,3 +187,32 @@ fn a_burst_of_404s_is_explained_within_a_budget() {
     }
     assert!(per_second.values().all(|&n| n <= 40), "{per_second:?}");
 }
+
+/// A 501 (a method brisk does not implement, a WebSocket upgrade) is the
+/// client's doing, as a 4xx is, not the server's trouble: no `error`
+/// line for each, which any client could repeat to flood the log at the
+/// default level.
+#[test]
+fn a_501_writes_no_error_line() {
+    let mut b = Builder::new();
+    b.file("ok.txt", b"ok");
+    b.workers(1);
+    b.config("[log]\nlevel = \"debug\"\n");
+    let s = b.start();
+    for i in 0..3 {
+        let r = s.request(
+            format!("GARBAGE /ok.txt?{i} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(r.status, 501);
+    }
+    let r = s.request(
+        b"GET /ok.txt HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    assert_eq!(r.status, 501);
+    // The worker's next line comes after any those answers wrote.
+    assert_eq!(s.get("/nope").status, 404);
+    wait_line(&s, "/nope");
+    assert!(!s.stderr().contains("501"), "{}", s.stderr());
+}

@@ -248,6 +248,35 @@ fn sigint_also_stops_cleanly() {
     assert!(st.success(), "exit status {st:?}");
 }
 
+/// SIGQUIT, nginx's graceful stop (and its image's STOPSIGNAL), drains
+/// and stops as SIGTERM does: not the default action's abrupt end, which
+/// cut the responses in flight and logged nothing.
+#[test]
+fn sigquit_stops_gracefully_too() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let mut s = b.start();
+    let mut c = s.connect();
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n");
+    c.wait_until_read();
+    s.signal(libc::SIGQUIT);
+    s.wait_stderr_line("shutting down");
+    // The request in flight, if its head ends in time, is answered (as
+    // in the SIGTERM test below), and the connection closed.
+    let _ = c.stream.write_all(b"\r\n");
+    let raw = c.read_to_end();
+    if !raw.is_empty() {
+        let text = String::from_utf8_lossy(&raw);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text:?}");
+        assert!(text.ends_with("\r\n\r\nAAAA"), "{text:?}");
+    }
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("brisk did not exit");
+    assert!(st.success(), "exit status {st:?}");
+    assert!(s.stderr().contains("[info] stopped"), "{}", s.stderr());
+}
+
 #[test]
 fn request_in_flight_at_shutdown_is_answered_with_close() {
     let mut b = Builder::new();

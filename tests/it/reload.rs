@@ -283,6 +283,29 @@ fn a_change_that_needs_a_restart_is_refused_by_name() {
     assert_eq!(server_header(&s), "one");
 }
 
+/// Another `user` is a change only a restart makes, said as such: not a
+/// look-up the sandbox refuses ("cannot look up user: Permission
+/// denied"), nor "only root can change user" to a brisk started as root.
+#[test]
+fn a_new_user_is_refused_as_a_change_that_needs_a_restart() {
+    for sandbox in [true, false] {
+        let s = start(&format!("sandbox = {sandbox}"));
+        let line = reload(
+            &s,
+            &format!("sandbox = {sandbox}\nuser = \"nobody\"\nserver_header = \"two\""),
+        );
+        assert!(
+            line.contains("brisk.toml:2: user: changed to \"nobody\", which takes effect only at start; restart brisk, or upgrade it in place"),
+            "sandbox = {sandbox}: {line}"
+        );
+        assert!(
+            line.contains("still serving the previous configuration"),
+            "{line}"
+        );
+        assert_eq!(server_header(&s), "brisk", "{line}");
+    }
+}
+
 /// Starts with `sandbox` on or off, then reloads with an `[[auth]]` rule
 /// whose htpasswd file (user ann, password test) lies in `pw`, a new
 /// directory outside the configuration file's; returns the server and

@@ -304,7 +304,15 @@ fn load_command(
             ),
         });
     }
-    if let Some(section) = tls {
+    if let Some(mut section) = tls {
+        // `[proxy] tls_listen` is where these certificates serve, as
+        // `[tls] listen = []` would say: no address of `[tls]`'s own is
+        // needed then.
+        let proxy_tls = origins
+            .proxy
+            .as_ref()
+            .is_some_and(|p| cfg!(feature = "ops") && !p.config.tls_listen.is_empty());
+        section.has_listen |= proxy_tls;
         let origin = section.origin.clone();
         let read_file = read.unwrap_or(&|p| std::fs::read(p));
         config.tls = Some(tls::finish(section, read_file, acme.is_some())?);

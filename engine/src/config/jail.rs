@@ -21,6 +21,31 @@ use crate::sys::privileges;
 static KNOWN_USERS: Mutex<Vec<User>> = Mutex::new(Vec::new());
 static KNOWN_GROUPS: Mutex<Vec<Group>> = Mutex::new(Vec::new());
 
+std::thread_local! {
+    /// Set while a reload loads the configuration: a name not resolved at
+    /// start is then a change only a restart makes, said as such, rather
+    /// than looked up (the sandbox keeps the user database out of reach,
+    /// and the process has left root anyway).
+    static RELOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While it lives, [`user`] and [`group`] answer only the names resolved
+/// so far (a reload's).
+pub(super) struct Reloading(());
+
+impl Reloading {
+    pub(super) fn begin() -> Reloading {
+        RELOADING.with(|r| r.set(true));
+        Reloading(())
+    }
+}
+
+impl Drop for Reloading {
+    fn drop(&mut self) {
+        RELOADING.with(|r| r.set(false));
+    }
+}
+
 /// Why a `user` or `group` value names no account; the caller puts the
 /// key (file and line) or the flag in front.
 #[derive(Debug)]
@@ -37,6 +62,8 @@ pub(super) enum AccountError {
     },
     /// The database could not be read for a numeric user id.
     LookupUid { uid: u32, source: io::Error },
+    /// On a reload, another account than brisk started with.
+    Changed { name: String },
 }
 
 impl std::fmt::Display for AccountError {
@@ -53,6 +80,10 @@ impl std::fmt::Display for AccountError {
             AccountError::LookupUid { uid, source } => {
                 write!(f, "cannot look up user id {uid}: {source}")
             }
+            AccountError::Changed { name } => write!(
+                f,
+                "changed to {name:?}, which takes effect only at start; restart brisk, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), to apply the change"
+            ),
         }
     }
 }
@@ -72,6 +103,11 @@ fn remembered<T: Clone>(
     let mut known = known.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(t) = known.iter().find(|t| name_of(t) == name) {
         return Ok(t.clone());
+    }
+    if RELOADING.with(|r| r.get()) {
+        return Err(AccountError::Changed {
+            name: name.to_string(),
+        });
     }
     let t = lookup()?.ok_or_else(|| AccountError::Unknown {
         kind,

@@ -1050,6 +1050,7 @@ impl Reload {
         readable: &dyn Fn(&std::path::Path) -> Result<(), Unreadable>,
         read: &dyn Fn(&std::path::Path) -> std::io::Result<Vec<u8>>,
     ) -> Result<Config, ConfigError> {
+        let _reloading = jail::Reloading::begin();
         match cli::run_with(
             self.args.iter().cloned(),
             cli::BUILT_IN,

@@ -68,11 +68,11 @@ fn tls(c: &Config, s: &mut String) {
     } else {
         "http/1.1"
     };
-    let _ = writeln!(
-        s,
-        "tls: listen {} (TLS 1.3 and 1.2, ALPN {alpn}, no 0-RTT)",
-        joined(&t.listen, ", ")
-    );
+    let listen = match t.listen.is_empty() {
+        true => "no listen address of its own ([proxy] tls_listen, or the sockets systemd passes named https or tls)".to_string(),
+        false => format!("listen {}", joined(&t.listen, ", ")),
+    };
+    let _ = writeln!(s, "tls: {listen} (TLS 1.3 and 1.2, ALPN {alpn}, no 0-RTT)");
     #[cfg(feature = "tls")]
     for (i, cert) in t.certificates.iter().enumerate() {
         let f = &cert.files;

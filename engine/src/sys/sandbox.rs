@@ -69,8 +69,10 @@ struct NetPortAttr {
     allowed_access: u64,
     port: u64,
 }
-/// `LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL` (ABI 6).
-const SCOPE_ALL: u64 = 0b11;
+/// `LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET` (ABI 6).
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 0b01;
+/// `LANDLOCK_SCOPE_SIGNAL` (ABI 6).
+const SCOPE_SIGNAL: u64 = 0b10;
 
 /// `struct landlock_ruleset_attr`, the newest layout; older kernels accept
 /// it as long as the fields they do not know are zero.
@@ -183,9 +185,12 @@ pub struct Ruleset {
 pub struct Extra {
     /// Deny binding and connecting TCP sockets (ABI 4).
     pub deny_tcp: bool,
-    /// Deny signals to, and abstract UNIX sockets of, processes outside
+    /// Deny signals to processes outside the sandbox (ABI 6): the
+    /// sandboxed process and its children signal one another only.
+    pub scope_signals: bool,
+    /// Deny connecting to the abstract UNIX sockets of processes outside
     /// the sandbox (ABI 6).
-    pub scope: bool,
+    pub scope_abstract_unix: bool,
 }
 
 impl Ruleset {
@@ -201,10 +206,16 @@ impl Ruleset {
         let attr = RulesetAttr {
             handled_access_fs: handled,
             handled_access_net: if net { NET_ALL } else { 0 },
-            scoped: if extra.scope && abi >= 6 {
-                SCOPE_ALL
-            } else {
-                0
+            scoped: match abi >= 6 {
+                true => {
+                    (if extra.scope_signals { SCOPE_SIGNAL } else { 0 })
+                        | (if extra.scope_abstract_unix {
+                            SCOPE_ABSTRACT_UNIX_SOCKET
+                        } else {
+                            0
+                        })
+                }
+                false => 0,
             },
         };
         // SAFETY: `attr` is a valid ruleset attribute of the given size.

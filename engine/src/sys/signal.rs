@@ -8,7 +8,8 @@ use std::time::Duration;
 /// A signal brisk acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
-    /// SIGINT or SIGTERM: stop gracefully.
+    /// SIGINT, SIGTERM or SIGQUIT (nginx's graceful stop): stop
+    /// gracefully.
     Terminate,
     /// SIGHUP: reload.
     Hangup,
@@ -18,9 +19,10 @@ pub enum Signal {
     Upgrade,
 }
 
-const HANDLED: [libc::c_int; 5] = [
+const HANDLED: [libc::c_int; 6] = [
     libc::SIGINT,
     libc::SIGTERM,
+    libc::SIGQUIT,
     libc::SIGHUP,
     libc::SIGUSR1,
     libc::SIGUSR2,
@@ -71,7 +73,7 @@ pub fn wait(timeout: Duration) -> Option<Signal> {
     // SAFETY: `set` and `ts` are valid; siginfo is not wanted.
     let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
     match sig {
-        libc::SIGINT | libc::SIGTERM => Some(Signal::Terminate),
+        libc::SIGINT | libc::SIGTERM | libc::SIGQUIT => Some(Signal::Terminate),
         libc::SIGHUP => Some(Signal::Hangup),
         libc::SIGUSR1 => Some(Signal::ReopenLogs),
         libc::SIGUSR2 => Some(Signal::Upgrade),

@@ -81,14 +81,19 @@ fn v1(input: &[u8]) -> Result<Parsed, Malformed> {
         return Err(Malformed("no PROXY protocol header"));
     }
     let window = &input[..input.len().min(MAX_V1)];
-    let Some(cr) = window.iter().position(|&b| b == b'\r') else {
-        if window.len() < MAX_V1 && !window.contains(&b'\n') {
+    // (The line ends at its first CR or LF: a bare LF is no end, and
+    // reading on would take what follows as part of the line.)
+    let Some(cr) = window.iter().position(|&b| b == b'\r' || b == b'\n') else {
+        if window.len() < MAX_V1 {
             return Ok(Parsed::Incomplete);
         }
         return Err(Malformed(
             "PROXY v1 line longer than 107 bytes or without CRLF",
         ));
     };
+    if window[cr] == b'\n' {
+        return Err(Malformed("PROXY v1 line ends with a bare LF, not CRLF"));
+    }
     match window.get(cr + 1) {
         None => return Ok(Parsed::Incomplete),
         Some(b'\n') => {}

@@ -214,6 +214,28 @@ fn tls_flags_make_the_listen_flags_serve_https() {
     );
 }
 
+/// `[tls] listen = []`: the summary says where the certificates serve
+/// instead of an empty list ("tls: listen  (TLS ...").
+#[test]
+#[cfg(feature = "ops")]
+fn check_config_says_where_a_tls_section_without_an_address_serves() {
+    let dir = site();
+    let toml = "root = \"public\"\n[tls]\nlisten = []\n[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
+    let file = dir.write("site.toml", toml);
+    let out = match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+        Ok(Command::CheckOk(s)) => s,
+        other => panic!("{other:?}"),
+    };
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("tls: "))
+        .expect("a tls line");
+    assert!(
+        line.starts_with("tls: no listen address of its own ([proxy] tls_listen, or the sockets systemd passes named https or tls) (TLS 1.3 and 1.2, ALPN "),
+        "{line}"
+    );
+}
+
 #[test]
 fn check_config_shows_the_certificates() {
     let dir = site();
@@ -296,6 +318,34 @@ fn proxy_tls_listen_needs_certificates_and_an_address_of_its_own() {
     )
     .unwrap_err()
     .contains("proxy.tls_listen: 127.0.0.1:8081 is also in"));
+}
+
+/// `[proxy] tls_listen` alone is where the certificates serve: `[tls]`
+/// needs no `listen` of its own then (it was refused with a line about
+/// `[tls] listen` that said nothing of tls_listen).
+#[test]
+#[cfg(feature = "ops")]
+fn proxy_tls_listen_alone_needs_no_tls_listen() {
+    let dir = site();
+    let c = run(
+        &dir,
+        "[proxy]\ntls_listen = \"127.0.0.1:8444\"\n[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.proxy.tls_listen, vec!["127.0.0.1:8444".parse().unwrap()]);
+    let tls = c.tls.expect("tls");
+    assert!(tls.listen.is_empty());
+    assert_eq!(tls.certificates.len(), 1);
+    assert!(c.listen.is_empty(), "no plain listener without the header");
+    // Plain PROXY listeners alone still leave [tls] without an address.
+    assert!(run(
+        &dir,
+        "[proxy]\nlisten = \"127.0.0.1:8081\"\n[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n",
+        &[],
+    )
+    .unwrap_err()
+    .contains("tls: needs listen = ["));
 }
 
 #[test]

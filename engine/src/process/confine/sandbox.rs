@@ -633,11 +633,15 @@ impl Plan {
         let allowed = self.system_calls();
         match self.landlock {
             Some((abi, rules)) => {
-                // CGI programs may talk to databases and signal their own
-                // children.
+                // CGI programs may talk to databases (by TCP, or an
+                // abstract UNIX socket) and signal their own children,
+                // which share their sandbox, but not the server nor
+                // anything else outside it: they run as the user the
+                // server serves as, so one kill(2) would stop it.
                 let extra = Extra {
                     deny_tcp: !self.programs,
-                    scope: !self.programs,
+                    scope_signals: true,
+                    scope_abstract_unix: !self.programs,
                 };
                 let ports = self.upstreams.as_deref().unwrap_or_default();
                 enforce(&rules, extra, ports)?;
@@ -763,7 +767,8 @@ pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), Error
         // It binds listeners; it signals nobody.
         let extra = Extra {
             deny_tcp: false,
-            scope: true,
+            scope_signals: true,
+            scope_abstract_unix: true,
         };
         enforce(&rules, extra, &[])?;
     }

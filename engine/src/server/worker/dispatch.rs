@@ -422,14 +422,18 @@ impl Worker {
 
     /// Logs what the answer `status` to request `r` says about the
     /// server: a 5xx at `error` (unless a line said why already,
-    /// [`Scratch::told`](crate::handlers::Scratch)), and why a file was
-    /// refused at `debug`.
+    /// [`Scratch::told`](crate::handlers::Scratch)), but not a 501, and
+    /// why a file was refused at `debug`.
     pub(super) fn log_answer(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
         self.count_answer(&r.req, status.0, r.start);
         // (A file refused for the server's own trouble is explained at
-        // `error` below, within the budget of such lines.)
+        // `error` below, within the budget of such lines.) A 501 says
+        // what the client asked for (a method, a WebSocket upgrade) is
+        // not served, as a 4xx would: no trouble of the server's, and a
+        // line for each would let any client flood the log.
         let explained = r.scratch.why.is_some_and(|w| w.level() == Level::Error);
-        if status.0 >= 500 && !r.scratch.told && !explained && self.logger.enabled(Level::Error) {
+        let trouble = status.0 >= 500 && status != Status::NOT_IMPLEMENTED;
+        if trouble && !r.scratch.told && !explained && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(

@@ -225,3 +225,22 @@ fn v2_length_is_bounded_before_anything_is_buffered() {
     assert_eq!(parse(&h[..h.len() - 1]), Ok(Parsed::Incomplete));
     assert!(matches!(parse(&h), Ok(Parsed::Done { len, .. }) if len == MAX_HEADER));
 }
+
+/// A line ended by a bare LF is refused as such (it was read on to the
+/// request's CR, and refused for its "port", or, after UNKNOWN, taken
+/// with the request line as the header's).
+#[test]
+fn v1_a_bare_lf_is_no_line_end() {
+    for line in [
+        &b"PROXY TCP4 192.0.2.1 198.51.100.7 56324 443\nGET / HTTP/1.1\r\n\r\n"[..],
+        b"PROXY UNKNOWN ffff::1\nGET / HTTP/1.1\r\n\r\n",
+        b"PROXY TCP4 192.0.2.1\n",
+    ] {
+        assert_eq!(
+            parse(line),
+            Err(Malformed("PROXY v1 line ends with a bare LF, not CRLF")),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
