@@ -148,3 +148,68 @@ fn bodies_refused_as_they_stream_give_all_their_credit_back() {
         assert_eq!(a.status(), "413", "round {round}");
     }
 }
+
+/// A browser still uploading a body the server will not read (refused
+/// for its length with a 413 at once, or answered without it on a
+/// connection that ends) reads the answer only once its upload is sent
+/// or fails: the server must read and drop the rest rather than reset
+/// the connection under the answer. Chromium over HTTPS/1.1 showed
+/// "connection reset" ("Failed to fetch") for uploads over
+/// `limits.max_body`, even 50 KB over: the close came at once, the socket
+/// having looked drained when the answer went. Now the close lingers for
+/// as much as the body said it had (here 1.5 MB, past the 256 KiB that
+/// every other close reads), plain and over TLS.
+#[test]
+fn a_body_answered_without_being_read_is_read_and_dropped_not_reset_under_the_answer() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    #[cfg(feature = "tls")]
+    b.config(&format!(
+        "[limits]\nmax_body = \"64KiB\"\n{}",
+        crate::common::tls::section(&["a"], "")
+    ))
+    .listeners(2);
+    #[cfg(not(feature = "tls"))]
+    b.config("[limits]\nmax_body = \"64KiB\"\n");
+    let s = b.start();
+    let cases = [
+        // Refused for its length, before any of it came.
+        ("Content-Length: 2000000\r\n", 413, 1_500_000),
+        // Answered (405, a static file) without it, the connection
+        // closing after (the client said so).
+        (
+            "Content-Length: 60000\r\nConnection: close\r\n",
+            405,
+            60_000,
+        ),
+    ];
+    for tls in [false, cfg!(feature = "tls")] {
+        for (head, status, rest) in cases {
+            let mut c = match tls {
+                #[cfg(feature = "tls")]
+                true => s.connect_tls_to(s.addrs[1]),
+                _ => s.connect(),
+            };
+            c.send(format!("POST /index.html HTTP/1.1\r\nHost: x\r\n{head}\r\n").as_bytes());
+            let r = c.read_response(false);
+            assert_eq!(r.status, status, "tls {tls}");
+            // The upload goes on after the answer came, as a browser's does.
+            let piece = vec![b'x'; 20_000];
+            for sent in (0..rest).step_by(piece.len()) {
+                assert!(
+                    c.try_send(&piece),
+                    "tls {tls}, {status}: the server reset the connection after {sent} bytes of the rest"
+                );
+            }
+            let (local, peer) = c.ends();
+            wait_until("the upload's last bytes to be acknowledged", || {
+                tcp_socket(local, peer).is_none_or(|t| t.tx_queue == 0)
+            });
+            assert_eq!(
+                tcp_socket(local, peer).map(|t| t.state),
+                Some(TCP_CLOSE_WAIT),
+                "tls {tls}, {status}: the client's socket (7 is CLOSE: reset; none: gone)"
+            );
+        }
+    }
+}

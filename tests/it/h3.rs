@@ -677,6 +677,55 @@ fn cgi_requests_beyond_the_connection_s_sixteen_are_503_and_logged_as_http3() {
     );
 }
 
+/// Requests to an upstream beyond the connection's sixteen, without a
+/// body, wait for their turn over HTTP/3 as over HTTP/2: a page's many
+/// API calls through the proxy were answered 503 past the sixteenth
+/// (Chromium: 16 of 40 fetches answered, the rest 503), where HTTP/2
+/// queued them. (The upstream holds its answers until sixteen requests
+/// are under way, so that the two over find the connection full.)
+#[cfg(feature = "upstreams")]
+#[test]
+fn upstream_requests_beyond_the_connection_s_sixteen_wait_their_turn_over_h3() {
+    use std::net::TcpListener;
+    use std::sync::{Arc, Condvar, Mutex};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let to = listener.local_addr().expect("address");
+    let seen = Arc::new((Mutex::new(0usize), Condvar::new()));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let seen = Arc::clone(&seen);
+            std::thread::spawn(move || {
+                crate::reverse_proxy::read_request(&mut conn);
+                let (n, under_way) = &*seen;
+                let mut n = n.lock().expect("count");
+                *n += 1;
+                under_way.notify_all();
+                let limit = crate::common::WAIT_LIMIT;
+                drop(under_way.wait_timeout_while(n, limit, |n| *n < 16));
+                let _ = conn.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            });
+        }
+    });
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{to}\"\n"
+    ));
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests: Vec<Value> = (0..18)
+        .map(|i| json!({"method": "GET", "path": format!("/api/x?{i}")}))
+        .collect();
+    let Some(out) = h3(&s, Value::Array(requests)) else {
+        return;
+    };
+    let r = out["responses"].as_array().expect("responses");
+    let got: Vec<_> = r.iter().map(|r| (fields(r)[0].clone(), text(r))).collect();
+    assert_eq!(got, vec![(":status: 200".to_string(), "ok"); 18]);
+}
+
 #[test]
 fn a_stop_sends_goaway_answers_what_was_asked_then_closes() {
     let mut s = slow_server();

@@ -1665,3 +1665,42 @@ fn c_functions_that_call_lua_nest_within_the_workers_stack() {
     );
     assert_eq!(get(&s, "/servlets/used.lua").text(), "T 2   2.2 3600");
 }
+
+/// A servlet that is not there (or that fails) is brisk's error, not a
+/// servlet's answer: the site's `[errors]` page for its status, as for a
+/// missing file or CGI script (it was the built-in page, while the
+/// file next to it got the site's), and a servlet's own error answers
+/// stay its own.
+#[cfg(feature = "sites")]
+#[test]
+fn a_servlet_not_found_or_failing_gets_the_site_s_error_page() {
+    let mut b = Builder::new();
+    b.file("servlets/hello.lua", HELLO.as_bytes())
+        .file(
+            "servlets/boom.lua",
+            b"function handle_request(req, res) error('boom') end",
+        )
+        .file(
+            "servlets/own.lua",
+            b"function handle_request(req, res) res:write(404, {['Content-Type'] = 'text/plain'}, 'mine') end",
+        )
+        .file("errors/404.html", b"<h1>site 404</h1>\n")
+        .file("errors/500.html", b"<h1>site 500</h1>\n")
+        .config(&format!(
+            "{CONFIG}\n[errors]\n404 = \"errors/404.html\"\n500 = \"errors/500.html\"\n"
+        ));
+    let s = b.start();
+    for path in ["/nope.lua", "/servlets/nope.lua", "/servlets/.hidden.lua"] {
+        let r = get(&s, path);
+        assert_eq!(
+            (r.status, r.header("Cache-Control"), r.text().as_str()),
+            (404, Some("no-store"), "<h1>site 404</h1>\n"),
+            "{path}"
+        );
+    }
+    let r = get(&s, "/servlets/boom.lua");
+    assert_eq!((r.status, r.text().as_str()), (500, "<h1>site 500</h1>\n"));
+    let r = get(&s, "/servlets/own.lua");
+    assert_eq!((r.status, r.text().as_str()), (404, "mine"));
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}

@@ -208,6 +208,8 @@ pub struct Response<'a> {
     wake: Option<Wake>,
     /// Lines for the error log (see [`Response::log`]).
     logs: Vec<(Level, String)>,
+    /// The answer is brisk's own error page (see [`Response::own_error`]).
+    own_error: bool,
 }
 
 impl<'a> Response<'a> {
@@ -222,6 +224,7 @@ impl<'a> Response<'a> {
             answer: Answer::Bytes,
             wake: None,
             logs: Vec::new(),
+            own_error: false,
         }
     }
 
@@ -296,6 +299,22 @@ impl<'a> Response<'a> {
     /// is answered as a 500 and logged.
     pub fn set_status(&mut self, code: u16) {
         self.status = code;
+    }
+
+    /// Marks the answer, an error status with brisk's built-in page
+    /// (written by the handler all the same), as brisk's own error
+    /// rather than the handler's: a servlet file not found, servlets
+    /// stopped or failing. The site's `[errors]` page for that status
+    /// replaces it, as for every error brisk answers itself.
+    #[cfg(feature = "servlets")]
+    pub(crate) fn own_error(&mut self) {
+        self.own_error = true;
+    }
+
+    /// Whether the answer is brisk's own error (see
+    /// [`Response::own_error`]).
+    pub(crate) fn is_own_error(&self) -> bool {
+        self.own_error
     }
 
     /// The status code so far.

@@ -20,6 +20,11 @@ pub struct Life {
     /// Idle, its keep-alive time up, but its client has not read its last
     /// answer yet (see [`Life::wait_unread`]).
     unread: bool,
+    /// What its client may still send of a request body not read to
+    /// its end, at most, in MiB rounded up (see
+    /// [`Life::close_body_unread`]); 0: none. (A byte, so that `Life`
+    /// takes no more room.)
+    body_unread: u8,
     /// The answer (or a fatal TLS alert, or HTTP/2's GOAWAY) is out and
     /// the write side shut: what the client still sends is read and
     /// dropped until it closes (linger timeout, from when the socket's
@@ -55,6 +60,7 @@ impl Life {
             since: now,
             closing: false,
             unread: false,
+            body_unread: 0,
             linger: None,
             awaiting_proxy: false,
             served: 0,
@@ -81,6 +87,34 @@ impl Life {
     /// Closes the connection once its output is out.
     pub fn close(&mut self) {
         self.closing = true;
+    }
+
+    /// Closes the connection once its output is out, a request body
+    /// not read to its end (refused for its length, or not needed by
+    /// an answer that ends the connection), of which its client may
+    /// still send `left` bytes (`None`: unknown, chunked): the close
+    /// lingers for them even if the socket looked drained. Else the
+    /// close would reset the connection under the answer, and a
+    /// browser still uploading (over TLS, whose failed write ends the
+    /// session) would never show it.
+    pub fn close_body_unread(&mut self, left: Option<u64>) {
+        self.closing = true;
+        self.leave_body_unread(left);
+    }
+
+    /// A request body will not be read to its end (refused as it came;
+    /// `left` as for [`Life::close_body_unread`]): whenever the
+    /// connection closes, the close lingers for it.
+    pub fn leave_body_unread(&mut self, left: Option<u64>) {
+        // (A body whose length is unknown counts as 1 MiB.)
+        let mib = left.map_or(1, |n| n.div_ceil(1 << 20).clamp(1, u8::MAX.into()));
+        self.body_unread = self.body_unread.max(mib as u8);
+    }
+
+    /// What its client may still send of a request body not read to its
+    /// end, at most (a whole number of MiB; 0: none was left unread).
+    pub fn body_unread(&self) -> u64 {
+        u64::from(self.body_unread) << 20
     }
 
     /// The keep-alive time is up but the client has not read the last

@@ -806,6 +806,7 @@ impl Router {
         let mut resp = Response::wakeable(routing.scratch, wake);
         let ran = catch_unwind(AssertUnwindSafe(|| mount.handler.handle(&areq, &mut resp)));
         let status = resp.status();
+        let own_error = resp.is_own_error();
         let answer = resp.take_answer();
         for (level, line) in resp.take_logs() {
             routing.log.log(level, format_args!("{line}"));
@@ -835,6 +836,13 @@ impl Router {
             routing.scratch.headers.clear();
             routing.scratch.body.clear();
             return Plan::told_error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
+        }
+        if own_error && matches!(answer, Answer::Bytes) && status >= 400 {
+            // (brisk's error, not the handler's: a servlet not found, say;
+            // finishing it puts the site's page for it in.)
+            routing.scratch.headers.clear();
+            routing.scratch.body.clear();
+            return Plan::error(Status(status), routing.scratch);
         }
         apply_header_rules_to_handler(&self.files[site], routing.scratch);
         let streamed = |source, length| {

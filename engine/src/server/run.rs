@@ -33,7 +33,7 @@ pub trait Sink {
     fn head(&mut self, head: &ReplyHead) -> Wanted;
     /// Body bytes, as they go out (compressed when the answer is).
     /// False: it took only part of them and takes no more (more than the
-    /// head's length came); the answer is cut there.
+    /// head's length came); the answer ends there (whole, and logged).
     fn data(&mut self, bytes: &[u8]) -> bool;
     /// The whole body, as this file from its start (after the head;
     /// never compressed).
@@ -458,9 +458,33 @@ impl Run {
                 Gave::Bytes | Gave::Last => {
                     moved = true;
                     if !sink.data(self.squeeze.squeeze(cx.buf)) {
-                        self.halt(cx.log);
-                        sink.cut();
-                        return Outcome::Ended;
+                        // More than the head's length: the answer ends
+                        // there, whole, the same over every protocol
+                        // (HTTP/2 and HTTP/3 reset the stream, which a
+                        // browser shows as no page at all, HTTP/1.1
+                        // dropped the rest silently), and the error log
+                        // says so, as for an embedded handler's answer.
+                        cx.log.log(
+                            Level::Error,
+                            format_args!(
+                                "{}: body longer than its Content-Length; cut there",
+                                self.label()
+                            ),
+                        );
+                        let ended = self.finish(sink, cx.log);
+                        if !self.producer.is_process() {
+                            self.halt(cx.log);
+                            return ended;
+                        }
+                        // (A process runs to its end, as over HTTP/1.1
+                        // before: what it does after its output is not
+                        // cut short; the rest of its output is dropped.)
+                        self.draining = true;
+                        moved = true;
+                        if matches!(gave, Gave::Last) {
+                            return ended;
+                        }
+                        continue;
                     }
                     matches!(gave, Gave::Last)
                 }
@@ -1317,7 +1341,7 @@ mod tests {
     }
 
     #[test]
-    fn a_body_past_what_the_sink_takes_is_cut_there() {
+    fn a_body_past_what_the_sink_takes_ends_there_whole_and_is_logged() {
         let steps = vec![
             Step::Head(200, Some(3), b""),
             Step::Bytes(b"ab"),
@@ -1328,9 +1352,15 @@ mod tests {
             limit: Some(3),
             ..sink(10)
         };
-        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
-        assert_eq!(s.seen[1..], ["data ab", "data c", "cut"]);
+        let (outcome, error) = pump(&mut run, &mut s, &off());
+        assert_eq!(outcome, Outcome::Ended);
+        // (Finished, not cut: HTTP/2 and HTTP/3 reset a cut stream.)
+        assert_eq!(s.seen[1..], ["data ab", "data c", "finish"]);
         assert_eq!(stops.get(), 1);
+        assert!(
+            error.contains("scripted: body longer than its Content-Length; cut there"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -90,6 +90,11 @@ const LINGER: Duration = Duration::from_secs(2);
 /// How many bytes a closing connection may still send before it is
 /// dropped (read and thrown away, so that the close sends no reset).
 const LINGER_BYTES: NonZeroU32 = NonZeroU32::new(256 * 1024).expect("not zero");
+/// How many bytes of a request body left unread (a 413 for its
+/// length) a closing connection may still send, at most, each arrival
+/// starting its [`LINGER`] timer again: a browser reads the answer only
+/// once its upload is sent or fails, and a reset before then loses it.
+const LINGER_BODY_BYTES: NonZeroU32 = NonZeroU32::new(64 * 1024 * 1024).expect("not zero");
 /// What a connection over the limits gets before it is closed.
 const REFUSED: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";

@@ -416,3 +416,37 @@ fn pipelined_cgi_and_static() {
     c.expect_closed();
     stop(server);
 }
+
+/// A script whose Content-Length is short of its body (the classic
+/// mistake: the length of a string, not of its UTF-8 bytes) has its
+/// answer end at that length, whole, over HTTP/1.1 and HTTP/2 alike,
+/// with a line in the error log, the program left to run to its end
+/// (its further output dropped). HTTP/2 (and HTTP/3) reset the stream
+/// (INTERNAL_ERROR), which a browser shows as no page at all ("Failed to
+/// fetch"), while HTTP/1.1 cut it silently; nothing was logged.
+#[cfg(feature = "http2")]
+#[test]
+fn output_longer_than_its_content_length_ends_there_whole_over_every_protocol() {
+    let b = builder(CGI_BIN);
+    script(
+        &b,
+        "cgi-bin/long.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\nContent-Length: 3\\r\\n\\r\\n'\n\
+         printf 'abc'\nsleep 0.1\nprintf 'def'\nsleep 0.1\necho ran to its end >&2\n",
+    );
+    let server = b.start();
+    let r = server.get("/cgi-bin/long.sh");
+    assert_eq!((r.status, r.text()), (200, "abc".to_string()));
+    let mut h2 = common::h2::H2::connect(server.addr(), &[], 1 << 20);
+    let id = h2.get("/cgi-bin/long.sh", &[]);
+    let a = &h2.answers(&[id])[0];
+    assert_eq!(
+        (a.status(), a.body.as_slice(), a.reset),
+        ("200", &b"abc"[..], None)
+    );
+    server.wait_stderr_line("cgi-bin/long.sh: body longer than its Content-Length; cut there");
+    // (The program is not stopped: what it does after its output is its
+    // own business, as it was over HTTP/1.1.)
+    server.wait_stderr_line("ran to its end");
+    stop(server);
+}

@@ -937,11 +937,12 @@ fn not_found(resp: &mut Response<'_>) {
 }
 
 /// Answers `status` with brisk's error page (what the servlet wrote is
-/// dropped).
+/// dropped), or the site's own for it (`[errors]`).
 fn error_page(resp: &mut Response<'_>, status: u16) {
     resp.raw_headers(b"");
     resp.body().clear();
     resp.set_status(status);
+    resp.own_error();
     let _ = resp.header("Content-Type", "text/html; charset=utf-8");
     resp.write(crate::handlers::error_page::page(crate::http::Status(
         status,

@@ -156,12 +156,14 @@ impl Sink for H1Sink<'_> {
     }
 
     fn data(&mut self, bytes: &[u8]) -> bool {
+        // (Past the head's length: the encoder drops the rest.)
+        let over = matches!(self.framing.encoder, Some(Encoder::Length(left)) if bytes.len() as u64 > left);
         if let Some(e) = self.framing.encoder.as_mut() {
             let start = self.out.buf_mut().len();
             e.encode(bytes, self.out.buf_mut());
             self.out.commit(start);
         }
-        true
+        !over
     }
 
     fn file(&mut self, file: File, len: u64) {
@@ -322,8 +324,20 @@ mod tests {
     }
 
     /// Gives `head` and `pieces` to a sink for `req`, ends the body, and
-    /// returns what went out, what was missing, and the framing.
+    /// returns what went out, what was missing, and the framing; every
+    /// piece must be taken whole.
     fn script(req: &str, head: ReplyHead, pieces: &[&[u8]]) -> (String, u64, Framing) {
+        let (text, missing, framing, taken) = script_taking(req, head, pieces);
+        assert!(taken.iter().all(|t| *t), "{taken:?}");
+        (text, missing, framing)
+    }
+
+    /// As [`script`], with what [`Sink::data`] said of each piece.
+    fn script_taking(
+        req: &str,
+        head: ReplyHead,
+        pieces: &[&[u8]],
+    ) -> (String, u64, Framing, Vec<bool>) {
         let cx = answering(b"brisk");
         let mut out = Out::with_capacity(1024);
         out.push_bytes(b"(before)");
@@ -337,13 +351,11 @@ mod tests {
             pipes: false,
         };
         assert_eq!(sink.head(&head), Wanted::Body);
-        for p in pieces {
-            assert!(sink.data(p));
-        }
+        let taken = pieces.iter().map(|p| sink.data(p)).collect();
         let missing = sink.finish(b"");
         assert!(sink.room() > 0);
         let text = queued(&mut out);
-        (text, missing, framing)
+        (text, missing, framing, taken)
     }
 
     const GET: &str = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -422,13 +434,15 @@ mod tests {
 
     #[test]
     fn a_body_of_known_length_is_cut_at_it_and_a_short_one_says_so() {
-        let (text, missing, f) = script(GET, reply(Some(4)), &[b"ab", b"cdef"]);
+        let (text, missing, f, taken) = script_taking(GET, reply(Some(4)), &[b"ab", b"cdef"]);
         assert_eq!(
             text,
             "(before)HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nX-A: 1\r\n\
              Content-Length: 4\r\n\r\nabcd"
         );
         assert_eq!((missing, f.keep), (0, true));
+        // (Past the length: said, so that the answer ends there, logged.)
+        assert_eq!(taken, [true, false]);
         let (text, missing, _) = script(GET, reply(Some(4)), &[b"ab"]);
         assert!(text.ends_with("Content-Length: 4\r\n\r\nab"), "{text}");
         assert_eq!(missing, 2);

@@ -90,9 +90,13 @@ impl Conn {
                 self.set(State::Body(BodyRead { decoder, to: None }), life, now)
             }
             (true, _, Ok(_)) => self.set(State::Idle, life, now),
-            _ => {
+            (_, decoder, _) => {
                 self.set(State::Idle, life, now);
-                life.close();
+                match decoder {
+                    // (Its client may still be sending it.)
+                    Some(d) if !d.is_done() => life.close_body_unread(d.length_left()),
+                    _ => life.close(),
+                }
             }
         }
         queued

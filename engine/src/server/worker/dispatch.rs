@@ -192,6 +192,8 @@ impl Worker {
             c.peer.ip(),
             e.reason
         ));
+        // (What is left of the body may still come: the close lingers.)
+        c.life.leave_body_unread(None);
         match waiting {
             // Not answered yet: the handler (or the program the body is
             // held whole for) never runs.
@@ -274,10 +276,19 @@ impl Worker {
         r.scratch.clear();
         self.lend_out(c);
         let mut decoder = None;
+        // (Answered without its body, which is on its way all the same:
+        // a 400 for its forwarding header, a 413 for its length.)
+        let unread = match r.req.body() {
+            BodyFraming::None | BodyFraming::Length(0) => None,
+            BodyFraming::Length(n) => Some(Some(n)),
+            BodyFraming::Chunked => Some(None),
+        };
+        let mut refused = false;
         let plan = match r.req.body() {
             _ if seen.is_err() => {
                 let mut p = Plan::error(Status::BAD_REQUEST, &mut r.scratch);
                 p.close = true;
+                refused = true;
                 Some(p)
             }
             BodyFraming::None => self.route(c, r, None, redirects, &mut decoder),
@@ -289,6 +300,7 @@ impl Worker {
                 Err(e) => {
                     let mut p = Plan::error(e.status, &mut r.scratch);
                     p.close = true;
+                    refused = true;
                     Some(p)
                 }
             },
@@ -296,6 +308,9 @@ impl Worker {
         self.throttle_for(c, r);
         if let Some(plan) = plan {
             self.answer_or_pipe(c, r, plan, decoder, redirects);
+        }
+        if let (true, Some(left)) = (refused, unread) {
+            c.life.close_body_unread(left);
         }
     }
 

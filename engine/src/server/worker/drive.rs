@@ -12,7 +12,7 @@ use mio::{Interest, Token};
 
 use super::access_log::settle;
 use super::dispatch::Processed;
-use super::{Worker, LINGER, LINGER_BYTES, THROTTLE_CHUNK};
+use super::{Worker, LINGER, LINGER_BODY_BYTES, LINGER_BYTES, THROTTLE_CHUNK};
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::State;
@@ -306,12 +306,18 @@ impl Worker {
         // drained, or an HTTP/2 client (it sends WINDOW_UPDATE and PING
         // frames as it reads, and while the socket's send queue still
         // holds the answers, whatever it sends next would reset the
-        // connection under them). Otherwise, or once the client has
-        // closed, close at once: an HTTP/1.1 client sends nothing after
-        // the request answered with `Connection: close`.
+        // connection under them), or a request body left unread (a 413
+        // for its length: the rest is on its way, though the socket
+        // looked drained). Otherwise, or once the client has closed,
+        // close at once: an HTTP/1.1 client sends nothing after the
+        // request answered with `Connection: close`.
         let t = c.transport.tcp();
-        let quiet =
-            t.eof || (c.pending.is_empty() && !c.reading_body() && !t.read_more && !c.speaks_h2());
+        let quiet = t.eof
+            || (c.pending.is_empty()
+                && !c.reading_body()
+                && !t.read_more
+                && !c.speaks_h2()
+                && c.life.body_unread() == 0);
         if quiet {
             return false;
         }
@@ -332,8 +338,11 @@ impl Worker {
             }
             h1.set(State::Idle, &mut c.life, self.clock.now);
         }
+        // (A body left unread: as much of it as may still come, within
+        // bounds, so that a browser still uploading reads its answer.)
+        let body = c.life.body_unread().min(LINGER_BODY_BYTES.get().into());
         let linger = Linger {
-            left: LINGER_BYTES,
+            left: LINGER_BYTES.max(NonZeroU32::new(body as u32).unwrap_or(LINGER_BYTES)),
             unsent: c.transport.tcp().unsent(),
         };
         c.life.linger(linger, self.clock.now);
@@ -366,7 +375,13 @@ impl Worker {
         let Some(mut left) = c.life.lingering().map(|l| l.left.get()) else {
             return false;
         };
+        let before = left;
         let done = self.discard_input(c, &mut left);
+        if left != before && c.life.body_unread() > 0 {
+            // A body left unread still coming: its timer starts again
+            // (its bytes, not time, bound it).
+            c.life.touch(self.clock.now);
+        }
         // (What is left is never none while it lingers on.)
         if let (Some(l), Some(left)) = (c.life.lingering(), NonZeroU32::new(left)) {
             l.left = left;

@@ -29,8 +29,8 @@ use crate::http::Status;
 use crate::server::conn::Conn;
 
 impl Worker {
-    /// Whether request `r` of HTTP/2 stream `stream` of `c` waits for its
-    /// turn ([`Worker::wait_turn`]): the connection has no room for one
+    /// Whether request `r` of HTTP/2 or HTTP/3 stream `stream` of `c`
+    /// waits for its turn ([`Worker::wait_turn`]): the connection has no room for one
     /// more upstream request now (see `pipe::H2_PIPES`), and the request
     /// has no body. (One with a body is refused, [`Worker::refuses`]:
     /// bodies held back with their window credit, the connection's
@@ -46,9 +46,11 @@ impl Worker {
         #[cfg(feature = "http2")]
         {
             let bodiless = matches!(r.req.body(), BodyFraming::None | BodyFraming::Length(0));
-            // (HTTP/3's streams do not share a window: a request over the
-            // limit is answered 503, see `Worker::room_for`.)
-            let full = c.h2().is_some_and(|s| !super::pipe::room_in(s));
+            // (Over HTTP/3 too: a page's many API calls through the proxy
+            // were answered 503 past the limit, where HTTP/2 queued them.
+            // One with a body is still answered 503 there, see
+            // `Worker::room_for`.)
+            let full = super::pipe::programs_full(c);
             if let Some(id) = stream.filter(|_| bodiless && full) {
                 self.wait_turn(c, r, id, redirects);
                 return true;

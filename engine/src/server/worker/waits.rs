@@ -138,17 +138,30 @@ impl Worker {
     /// room it takes is seen before the next).
     #[cfg(all(feature = "http2", feature = "upstreams"))]
     fn give_turn(&mut self, c: &mut Conn) {
-        let Some(s) = c.h2().filter(|s| super::pipe::room_in(s)) else {
+        if super::pipe::programs_full(c) {
             return;
-        };
+        }
         let waits =
             |id| matches!(self.exchanges.wait(id), Some(Wait::Check(w)) if w.turn && !w.ready);
-        let first = s
-            .answers
-            .iter()
-            .filter(|a| a.wait.is_some_and(waits))
-            .map(|a| a.id)
-            .min();
+        // (Over HTTP/2 or HTTP/3: the same answers, each protocol's own.)
+        let first = match c.h2() {
+            Some(s) => s
+                .answers
+                .iter()
+                .filter(|a| a.wait.is_some_and(waits))
+                .map(|a| a.id)
+                .min(),
+            #[cfg(feature = "http3")]
+            None => c.h3().and_then(|s| {
+                s.answers
+                    .iter()
+                    .filter(|a| a.wait.is_some_and(waits))
+                    .map(|a| a.id)
+                    .min()
+            }),
+            #[cfg(not(feature = "http3"))]
+            None => None,
+        };
         let Some(stream) = first else {
             return;
         };
