@@ -260,49 +260,63 @@ pub(super) fn hidden_guards(config: &super::Config) -> Vec<String> {
             *first == AuthMethods::All || first == later
         };
         hidden(&prefix, "auth", &auth, methods, &mut out);
-        // A rule that an earlier one hides for some methods only (a share
-        // whose `except_methods` lets reads through, then a stricter rule
-        // beneath it): it decides the rest alone, which is easy to miss.
-        for (j, later) in auth.iter().enumerate() {
-            if (0..j).any(|i| hides(auth[i], later) && methods(i, j)) {
-                continue; // (Hidden whole: said above.)
-            }
-            // (Methods both rules cover: one of those either lists, or
-            // any other, all of which each rule treats alike.)
-            let listed = |m: &AuthMethods| match m {
-                AuthMethods::All => String::new(),
-                AuthMethods::Only(m) | AuthMethods::Except(m) => m.to_string(),
-            };
-            let shared = |i: usize| {
-                let (first, then) = (&site.auth[i].methods, &site.auth[j].methods);
-                let (a, b) = (listed(first), listed(then));
-                let mut all =
-                    a.split(' ')
-                        .chain(b.split(' '))
-                        .chain(["GET", "HEAD", "BRISK-OTHER"]);
-                all.any(|m| {
-                    !m.is_empty() && first.covers(m.as_bytes()) && then.covers(m.as_bytes())
-                })
-            };
-            if let Some(i) = (0..j).find(|&i| hides(auth[i], later) && shared(i)) {
-                let covered = match &site.auth[i].methods {
-                    AuthMethods::All => "every method".to_string(),
-                    AuthMethods::Only(m) => format!("the methods {m}"),
-                    AuthMethods::Except(m) => format!("every method but {m}"),
-                };
-                out.push(format!(
-                    "{prefix}auth[{}] ({}) decides only some methods: {prefix}auth[{}] ({}) comes \
-                     first, matches every path it does and decides {covered} there; put the more \
-                     specific rule first",
-                    j + 1,
-                    said(later),
-                    i + 1,
-                    said(auth[i]),
-                ));
-            }
-        }
+        // (Methods are the feature `sites`' keys: without it each rule
+        // covers all, and a hidden rule is hidden whole.)
+        #[cfg(feature = "sites")]
+        partly_hidden(&prefix, &site.auth, &mut out);
     }
     out
+}
+
+/// A warning for each `[[auth]]` rule an earlier one hides for some
+/// methods only (a share whose `except_methods` lets reads through, then
+/// a stricter rule beneath it): the earlier decides those methods on its
+/// paths, which is easy to miss.
+#[cfg(feature = "sites")]
+fn partly_hidden(prefix: &str, rules: &[crate::access::auth::AuthRule], out: &mut Vec<String>) {
+    use crate::access::auth::AuthMethods;
+    let listed = |m: &AuthMethods| match m {
+        AuthMethods::All => String::new(),
+        AuthMethods::Only(m) | AuthMethods::Except(m) => m.to_string(),
+    };
+    for (j, later) in rules.iter().enumerate() {
+        let (path, then) = (&later.matcher, &later.methods);
+        // (Hidden whole: [`hidden`] said so.)
+        let whole = |i: usize| {
+            let first = &rules[i].methods;
+            *first == AuthMethods::All || first == then
+        };
+        if (0..j).any(|i| hides(&rules[i].matcher, path) && whole(i)) {
+            continue;
+        }
+        // Methods both rules cover: among those either lists, or any
+        // other, all of which each rule treats alike.
+        let shared = |i: usize| {
+            let first = &rules[i].methods;
+            let (a, b) = (listed(first), listed(then));
+            let mut all = a
+                .split(' ')
+                .chain(b.split(' '))
+                .chain(["GET", "HEAD", "BRISK-OTHER"]);
+            all.any(|m| !m.is_empty() && first.covers(m.as_bytes()) && then.covers(m.as_bytes()))
+        };
+        if let Some(i) = (0..j).find(|&i| hides(&rules[i].matcher, path) && shared(i)) {
+            let covered = match &rules[i].methods {
+                AuthMethods::All => "every method".to_string(),
+                AuthMethods::Only(m) => format!("the methods {m}"),
+                AuthMethods::Except(m) => format!("every method but {m}"),
+            };
+            out.push(format!(
+                "{prefix}auth[{}] ({}) decides only some methods: {prefix}auth[{}] ({}) comes \
+                 first, matches every path it does and decides {covered} there; put the more \
+                 specific rule first",
+                j + 1,
+                said(path),
+                i + 1,
+                said(&rules[i].matcher),
+            ));
+        }
+    }
 }
 
 /// Whether the guard `first` matches every path `later` matches (so

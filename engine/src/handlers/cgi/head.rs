@@ -61,6 +61,17 @@ pub const DROPPED: &[&str] = &[
     "server",
 ];
 
+/// Whether a `Connection` line among `lines` names the field `name`: a
+/// field of the hop too (RFC 9110 §7.6.1), dropped with it, as the
+/// reverse proxy drops an upstream's.
+#[inline(never)]
+fn named_by_connection(lines: &[&[u8]], name: &[u8]) -> bool {
+    lines
+        .iter()
+        .filter_map(|l| field(l).ok())
+        .any(|(n, value)| n.eq_ignore_ascii_case(b"connection") && has_token(value, name))
+}
+
 /// Parses the header block at the start of `buf`.
 ///
 /// `Ok(None)`: the block is not complete yet (read more). `Err`: the
@@ -81,15 +92,10 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     // Header lines passed on other than Location and Content-Type, which
     // decide whether a local redirect is allowed (§6.2.2).
     let mut others = 0;
-    // The fields `Connection` names are the hop's too (RFC 9110 §7.6.1):
-    // dropped with it, as the reverse proxy drops an upstream's.
-    let named: Vec<&[u8]> = lines
+    let connection = lines
         .iter()
-        .filter_map(|line| field(line).ok())
-        .filter(|(name, _)| name.eq_ignore_ascii_case(b"connection"))
-        .map(|(_, value)| value)
-        .collect();
-    for line in lines {
+        .any(|l| l.len() > 10 && l[..10].eq_ignore_ascii_case(b"connection"));
+    for &line in &lines {
         let (name, value) = field(line)?;
         if name.eq_ignore_ascii_case(b"status") {
             if status.is_some() {
@@ -109,7 +115,7 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
         if DROPPED
             .iter()
             .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
-            || named.iter().any(|value| has_token(value, name))
+            || connection && named_by_connection(&lines, name)
         {
             continue;
         }
