@@ -402,13 +402,14 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
                     "keep logs in a directory of their own",
                 )
             };
-            notes.push((
-                Level::Warn,
-                format!(
-                    "sandbox: {what} {} contains the document root or a CGI directory, so files beneath them stay writable; {advice}",
-                    dir.path.display()
-                ),
-            ));
+            let note = format!(
+                "sandbox: {what} {} contains the document root or a CGI directory, so files beneath them stay writable; {advice}",
+                dir.path.display()
+            );
+            // (The access and error logs in one directory: said once.)
+            if !notes.iter().any(|(_, n)| *n == note) {
+                notes.push((Level::Warn, note));
+            }
         }
     }
 }

@@ -514,3 +514,28 @@ fn the_acme_thread_connects_nowhere_when_it_asks_no_ca() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The access and error logs in one directory that holds the document
+/// root: the warning is said once, not once a log.
+#[test]
+fn a_log_directory_holding_the_root_is_warned_of_once() {
+    let w = fs_access::WRITE_FILE | fs_access::MAKE_REG;
+    let rules = [
+        Rule::new(
+            "/srv/site",
+            fs_access::READ_FILE | fs_access::READ_DIR,
+            "root",
+        ),
+        Rule::new("/srv", w, "log.access"),
+        Rule::new("/srv", w, "log.error"),
+    ];
+    let mut notes = Notes::new();
+    note_writable_trees(&rules, &mut notes);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]
+            .1
+            .starts_with("sandbox: the log directory /srv contains"),
+        "{notes:?}"
+    );
+}
