@@ -266,9 +266,14 @@ impl Manager {
             Ok(k) => k,
             Err(e) => {
                 if self.unserved_said.get(name) != Some(&e) {
+                    // (Where it is: a user may look at it, or remove it.)
+                    let dir = self.store.cert_dir(name).unwrap_or_default();
                     log(
                         Level::Warn,
-                        format_args!("acme: {name}: the stored certificate is not served: {e}"),
+                        format_args!(
+                            "acme: {name}: the stored certificate ({}) is not served: {e}",
+                            dir.join("chain.pem").display()
+                        ),
                     );
                     self.unserved_said.insert(name.to_string(), e);
                 }
@@ -1229,9 +1234,13 @@ mod tests {
         m.store.save_certificate("f.test", &good).unwrap();
         assert!(!m.serve_stored("f.test", certs::now(), &mut log));
         assert!(m.serve_stored("e.test", certs::now(), &mut log));
-        assert!(
-            lines[0].starts_with("Warn acme: f.test: the stored certificate is not served: it is for e.test, not for f.test"),
-            "{lines:?}"
+        let chain = m.store.cert_dir("f.test").unwrap().join("chain.pem");
+        assert_eq!(
+            lines[0],
+            format!(
+                "Warn acme: f.test: the stored certificate ({}) is not served: it is for e.test, not for f.test",
+                chain.display()
+            ),
         );
     }
 

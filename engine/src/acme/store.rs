@@ -103,7 +103,8 @@ impl Store {
         self.root.join(&self.ca)
     }
 
-    fn cert_dir(&self, name: &str) -> io::Result<PathBuf> {
+    /// The directory of `name`'s certificate and key.
+    pub fn cert_dir(&self, name: &str) -> io::Result<PathBuf> {
         if !is_storable(name) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
