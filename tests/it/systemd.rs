@@ -153,6 +153,43 @@ fn a_passed_socket_the_configuration_does_not_list_is_an_error() {
     );
 }
 
+/// A passed socket that is no TCP listener (a unix one, LISTEN_FDNAMES
+/// unset) is refused, named by its number alone.
+#[test]
+fn a_passed_unix_socket_is_refused_by_its_number() {
+    let tool = "systemd-socket-activate";
+    if Command::new(tool).arg("--version").output().is_err() {
+        skip("no systemd-socket-activate (Debian: systemd)");
+        return;
+    }
+    let site = TempDir::new("activate-unix");
+    let sock = site.path.join("s.sock");
+    let err = site.path.join("stderr");
+    let mut child = KillOnDrop(
+        Command::new(tool)
+            .arg("-l")
+            .arg(&sock)
+            .arg(env!("CARGO_BIN_EXE_brisk"))
+            .args(root_args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(fs::File::create(&err).unwrap()))
+            .spawn()
+            .expect("spawn systemd-socket-activate"),
+    );
+    wait_until("the unix socket", || sock.exists());
+    // (The connection that starts brisk meets its refusal.)
+    let c = std::os::unix::net::UnixStream::connect(&sock);
+    drop(c);
+    let status = wait_exit(&mut child.0, Duration::from_secs(10)).expect("brisk exits");
+    assert!(!status.success());
+    let text = fs::read_to_string(&err).unwrap();
+    assert!(
+        text.contains("descriptor 3: not a listening TCP socket"),
+        "{text}"
+    );
+}
+
 // (The PROXY protocol is the cargo feature `ops`.)
 #[cfg(feature = "ops")]
 #[test]

@@ -57,9 +57,13 @@ pub fn listen_fds() -> io::Result<Vec<Passed>> {
     let mut out = Vec::with_capacity(n as usize);
     for fd in LISTEN_FDS_START..LISTEN_FDS_START + n {
         let name = names.next().unwrap_or_default().to_string();
+        // (Unnamed without LISTEN_FDNAMES: the number alone.)
+        let named = match name.is_empty() {
+            true => format!("descriptor {fd}"),
+            false => format!("descriptor {fd} ({name})"),
+        };
         out.push(Passed {
-            socket: adopt(fd)
-                .map_err(|e| io::Error::new(e.kind(), format!("descriptor {fd} ({name}): {e}")))?,
+            socket: adopt(fd).map_err(|e| io::Error::new(e.kind(), format!("{named}: {e}")))?,
             name,
         });
     }
