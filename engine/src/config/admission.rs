@@ -249,16 +249,12 @@ pub(super) fn trusting_everyone(config: &super::Config) -> Vec<String> {
 /// the later one covers) never decides a request for a path of its
 /// own, whatever it says.
 pub(super) fn hidden_guards(config: &super::Config) -> Vec<String> {
-    use crate::access::auth::AuthMethods;
     let mut out = Vec::new();
     for (prefix, site) in super::SiteConfig::all_keyed(config) {
         let access: Vec<&PathMatch> = site.admission.access.iter().map(|r| &r.matcher).collect();
         hidden(&prefix, "access", &access, |_, _| true, &mut out);
         let auth: Vec<&PathMatch> = site.auth.iter().map(|r| &r.matcher).collect();
-        let methods = |i: usize, j: usize| {
-            let (first, later) = (&site.auth[i].methods, &site.auth[j].methods);
-            *first == AuthMethods::All || first == later
-        };
+        let methods = |i: usize, j: usize| covers_all(&site.auth[i].methods, &site.auth[j].methods);
         hidden(&prefix, "auth", &auth, methods, &mut out);
         // (Methods are the feature `sites`' keys: without it each rule
         // covers all, and a hidden rule is hidden whole.)
@@ -282,11 +278,7 @@ fn partly_hidden(prefix: &str, rules: &[crate::access::auth::AuthRule], out: &mu
     for (j, later) in rules.iter().enumerate() {
         let (path, then) = (&later.matcher, &later.methods);
         // (Hidden whole: [`hidden`] said so.)
-        let whole = |i: usize| {
-            let first = &rules[i].methods;
-            *first == AuthMethods::All || first == then
-        };
-        if (0..j).any(|i| hides(&rules[i].matcher, path) && whole(i)) {
+        if (0..j).any(|i| hides(&rules[i].matcher, path) && covers_all(&rules[i].methods, then)) {
             continue;
         }
         // Methods both rules cover: among those either lists, or any
@@ -317,6 +309,15 @@ fn partly_hidden(prefix: &str, rules: &[crate::access::auth::AuthRule], out: &mu
             ));
         }
     }
+}
+
+/// Whether an `[[auth]]` rule's methods `first` cover every method of a
+/// later rule's `then` (every method, or the same list).
+fn covers_all(
+    first: &crate::access::auth::AuthMethods,
+    then: &crate::access::auth::AuthMethods,
+) -> bool {
+    *first == crate::access::auth::AuthMethods::All || first == then
 }
 
 /// Whether the guard `first` matches every path `later` matches (so
