@@ -35,6 +35,58 @@ pub struct Directory {
     pub renewal_info: Option<String>,
     /// `meta.termsOfService`.
     pub terms_of_service: Option<String>,
+    /// `meta.externalAccountRequired`: a new account needs an external
+    /// account binding (§7.3.4).
+    pub external_account_required: bool,
+}
+
+/// An external account binding (§7.3.4): the key identifier and the MAC
+/// key a CA that requires one (ZeroSSL, Google Trust Services, private
+/// CAs) gives with the account at its site, to tie the ACME account to
+/// it. Sent only when an account is made.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Eab {
+    /// The key identifier (`kid`), as the CA gives it.
+    pub kid: String,
+    /// The MAC key, decoded from the base64url the CA gives.
+    pub hmac_key: Vec<u8>,
+}
+
+impl std::fmt::Debug for Eab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // (Never the MAC key.)
+        write!(f, "Eab {{ kid: {:?}, hmac_key: .. }}", self.kid)
+    }
+}
+
+impl Drop for Eab {
+    fn drop(&mut self) {
+        self.hmac_key.fill(0);
+        std::hint::black_box(&self.hmac_key);
+    }
+}
+
+impl Eab {
+    /// The `externalAccountBinding` of a newAccount request to `url`
+    /// (§7.3.4) for the account key of `jwk`: a flattened JWS whose
+    /// protected header is `{"alg":"HS256","kid":…,"url":…}` (no nonce),
+    /// whose payload is the JWK, MAC'd with HMAC-SHA256 (RFC 7518 §3.2)
+    /// under the MAC key.
+    pub fn binding(&self, url: &str, jwk: &str) -> String {
+        let protected = format!(
+            r#"{{"alg":"HS256","kid":{},"url":{}}}"#,
+            quoted(&self.kid),
+            quoted(url)
+        );
+        let protected = b64url(protected.as_bytes());
+        let payload = b64url(jwk.as_bytes());
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &self.hmac_key);
+        let tag = ring::hmac::sign(&key, format!("{protected}.{payload}").as_bytes());
+        format!(
+            r#"{{"protected":"{protected}","payload":"{payload}","signature":"{}"}}"#,
+            b64url(tag.as_ref())
+        )
+    }
 }
 
 /// Why talking to the CA failed.
@@ -199,12 +251,17 @@ impl Directory {
     /// The directory object `d` (§7.1.1).
     pub fn from_json(d: &Json) -> Result<Directory, AcmeError> {
         let opt = |v: Option<&Json>| v.and_then(Json::as_str).map(str::to_string);
+        let meta = d.get("meta");
         Ok(Directory {
             new_nonce: text(d, "newNonce")?.to_string(),
             new_account: text(d, "newAccount")?.to_string(),
             new_order: text(d, "newOrder")?.to_string(),
             renewal_info: opt(d.get("renewalInfo")),
-            terms_of_service: opt(d.get("meta").and_then(|m| m.get("termsOfService"))),
+            terms_of_service: opt(meta.and_then(|m| m.get("termsOfService"))),
+            external_account_required: matches!(
+                meta.and_then(|m| m.get("externalAccountRequired")),
+                Some(Json::Bool(true))
+            ),
         })
     }
 }
@@ -311,16 +368,33 @@ impl Account {
     /// was made) is updated to this one (§7.3.2). Its URL, and whether
     /// the contact was updated.
     pub fn register(&mut self, email: Option<&str>) -> Result<(String, bool), AcmeError> {
+        self.register_bound(email, None)
+    }
+
+    /// [`Account::register`], the request carrying `eab`'s external
+    /// account binding (§7.3.4) when there is one: what a CA that
+    /// requires one needs to make the account (one that finds it by its
+    /// key needs none).
+    pub fn register_bound(
+        &mut self,
+        email: Option<&str>,
+        eab: Option<&Eab>,
+    ) -> Result<(String, bool), AcmeError> {
         let mailto = email.map(|e| format!("mailto:{e}"));
         let contact = match &mailto {
             Some(m) => format!("[{}]", quoted(m)),
             None => "[]".to_string(),
         };
-        let payload = match mailto {
-            Some(_) => format!(r#"{{"termsOfServiceAgreed":true,"contact":{contact}}}"#),
-            None => r#"{"termsOfServiceAgreed":true}"#.to_string(),
-        };
         let url = self.directory.new_account.clone();
+        let mut payload = r#"{"termsOfServiceAgreed":true"#.to_string();
+        if mailto.is_some() {
+            payload.push_str(&format!(r#","contact":{contact}"#));
+        }
+        if let Some(eab) = eab {
+            let binding = eab.binding(&url, &self.key.jwk());
+            payload.push_str(&format!(r#","externalAccountBinding":{binding}"#));
+        }
+        payload.push('}');
         let a = self.post(&url, Some(&payload))?;
         let kid = a
             .field("location")
@@ -643,6 +717,7 @@ mod tests {
             new_order: "https://ca.test/order".into(),
             renewal_info: None,
             terms_of_service: None,
+            external_account_required: false,
         };
         Account::new(http, dir, Key::generate().unwrap())
     }
@@ -694,6 +769,80 @@ mod tests {
         // POST-as-GET: an empty payload.
         let jws = acct.jws("https://ca.test/x", "n", None).unwrap();
         assert!(jws.contains(r#""payload":"""#), "{jws}");
+    }
+
+    /// RFC 8555 §7.3.4's binding, byte for byte: the protected header
+    /// and the payload (the JWK as given), and the HMAC-SHA256 over
+    /// `protected.payload` computed apart (Python's hmac module) with
+    /// the MAC key Pebble's own example configuration holds.
+    #[test]
+    fn the_external_account_binding_is_hs256_over_the_jwk_for_the_new_account_url() {
+        let eab = Eab {
+            kid: "kid-1".into(),
+            hmac_key: b64d("zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"),
+        };
+        let jwk = r#"{"crv":"P-256","kty":"EC","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#;
+        let binding = eab.binding("https://ca.test/acme/new-acct", jwk);
+        let protected = "eyJhbGciOiJIUzI1NiIsImtpZCI6ImtpZC0xIiwidXJsIjoiaHR0cHM6Ly9jYS50ZXN0L2FjbWUvbmV3LWFjY3QifQ";
+        let payload = "eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0QyeEYxQmc4dnViOXRMZTFnSE16Vjc2ZThUdXM5dVBIdlJWRVUiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9";
+        assert_eq!(
+            binding,
+            format!(
+                r#"{{"protected":"{protected}","payload":"{payload}","signature":"42FHbGogT0ECixw0KG7rdS5pg9FwhTVzucgvvY-fpZM"}}"#
+            )
+        );
+        assert_eq!(
+            b64d(protected),
+            br#"{"alg":"HS256","kid":"kid-1","url":"https://ca.test/acme/new-acct"}"#
+        );
+        assert_eq!(b64d(payload), jwk.as_bytes());
+        // The MAC key stays out of Debug.
+        assert_eq!(format!("{eab:?}"), r#"Eab { kid: "kid-1", hmac_key: .. }"#);
+    }
+
+    #[test]
+    fn a_new_account_carries_the_binding_of_its_own_key_and_nothing_else_changes() {
+        let acct = account();
+        let eab = Eab {
+            kid: "k\"1".into(),
+            hmac_key: vec![7; 32],
+        };
+        let binding = eab.binding(&acct.directory.new_account, &acct.key.jwk());
+        let v = json::decode(binding.as_bytes()).unwrap();
+        let protected = json::decode(&b64d(text(&v, "protected").unwrap())).unwrap();
+        assert_eq!(text(&protected, "kid").unwrap(), "k\"1");
+        assert_eq!(text(&protected, "url").unwrap(), "https://ca.test/acct");
+        assert!(protected.get("nonce").is_none() && protected.get("jwk").is_none());
+        assert_eq!(
+            b64d(text(&v, "payload").unwrap()),
+            acct.key.jwk().as_bytes()
+        );
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7; 32]);
+        let signed = format!(
+            "{}.{}",
+            text(&v, "protected").unwrap(),
+            text(&v, "payload").unwrap()
+        );
+        ring::hmac::verify(
+            &key,
+            signed.as_bytes(),
+            &b64d(text(&v, "signature").unwrap()),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_directory_says_whether_an_external_account_is_required() {
+        let dir = |meta: &str| {
+            let d = format!(r#"{{"newNonce":"n","newAccount":"a","newOrder":"o"{meta}}}"#);
+            Directory::from_json(&json::decode(d.as_bytes()).unwrap())
+                .unwrap()
+                .external_account_required
+        };
+        assert!(dir(r#","meta":{"externalAccountRequired":true}"#));
+        assert!(!dir(r#","meta":{"externalAccountRequired":false}"#));
+        assert!(!dir(r#","meta":{"termsOfService":"t"}"#));
+        assert!(!dir(""));
     }
 
     #[test]
