@@ -443,6 +443,7 @@ pub(crate) fn manager(
         holder: holder.into(),
         local: Vec::new(),
         key_type: Default::default(),
+        eab: None,
     };
     let published = Arc::new(Published {
         live: Arc::clone(&live),

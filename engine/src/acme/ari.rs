@@ -390,6 +390,7 @@ mod tests {
             holder: "test 1".into(),
             local: Vec::new(),
             key_type: Default::default(),
+            eab: None,
         };
         let live = std::sync::Arc::new(crate::tls::sni::Live::default());
         let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();

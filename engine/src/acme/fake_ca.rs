@@ -32,6 +32,9 @@ pub struct Seen {
     pub requests: Vec<String>,
     /// The challenge kinds answered, in order.
     pub challenges: Vec<String>,
+    /// Whether each newAccount request carried an external account
+    /// binding.
+    pub bound: Vec<bool>,
     /// The last request's CSR (DER).
     csr: Option<Vec<u8>>,
     /// The last challenge answered.
@@ -48,6 +51,9 @@ pub struct FakeCa {
     pub mode: Arc<Mutex<Mode>>,
     /// Whether tls-alpn-01 validations fail (port 443 unreachable).
     pub alpn_fails: Arc<AtomicBool>,
+    /// Whether its directory says a new account needs an external
+    /// account binding (`meta.externalAccountRequired`).
+    pub eab_required: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 }
 
@@ -215,6 +221,7 @@ pub fn start(mode: Mode) -> FakeCa {
     let stop = Arc::new(AtomicBool::new(false));
     let (seen, mode) = (Arc::<Mutex<Seen>>::default(), Arc::new(Mutex::new(mode)));
     let alpn_fails = Arc::<AtomicBool>::default();
+    let eab_required = Arc::<AtomicBool>::default();
     let ca_key = Key::generate().unwrap();
     let ca_cert = cert::certificate(
         &Template {
@@ -230,10 +237,11 @@ pub fn start(mode: Mode) -> FakeCa {
         None,
     )
     .unwrap();
-    let (seen_, mode_, alpn_fails_, stop_) = (
+    let (seen_, mode_, alpn_fails_, eab_required_, stop_) = (
         Arc::clone(&seen),
         Arc::clone(&mode),
         Arc::clone(&alpn_fails),
+        Arc::clone(&eab_required),
         Arc::clone(&stop),
     );
     let base = serve(stop_, move |base, req| {
@@ -255,16 +263,22 @@ pub fn start(mode: Mode) -> FakeCa {
                 String::new(),
                 "application/json",
                 format!(
-                    r#"{{"newNonce":"{base}/n","newAccount":"{base}/a","newOrder":"{base}/o"}}"#
+                    r#"{{"newNonce":"{base}/n","newAccount":"{base}/a","newOrder":"{base}/o","meta":{{"externalAccountRequired":{}}}}}"#,
+                    eab_required.load(Ordering::Relaxed)
                 ),
             ),
             ("HEAD", "/n") => ("200 OK", String::new(), "text/plain", String::new()),
-            ("POST", "/a") => (
-                "201 Created",
-                format!("Location: {base}/acct/1\r\n"),
-                "application/json",
-                r#"{"status":"valid"}"#.into(),
-            ),
+            ("POST", "/a") => {
+                let bound =
+                    json::decode(&payload).is_ok_and(|v| v.get("externalAccountBinding").is_some());
+                s.bound.push(bound);
+                (
+                    "201 Created",
+                    format!("Location: {base}/acct/1\r\n"),
+                    "application/json",
+                    r#"{"status":"valid"}"#.into(),
+                )
+            }
             ("POST", "/o") => {
                 s.csr = None;
                 s.last = None;
@@ -355,6 +369,7 @@ pub fn start(mode: Mode) -> FakeCa {
         seen: seen_,
         mode: mode_,
         alpn_fails: alpn_fails_,
+        eab_required: eab_required_,
         stop,
     }
 }

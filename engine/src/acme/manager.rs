@@ -30,7 +30,7 @@ use rustls::sign::CertifiedKey;
 
 use super::ari;
 use super::cert;
-use super::client::{Account, Challenge, Directory, Responder};
+use super::client::{Account, AcmeError, Challenge, Directory, Eab, Responder};
 use super::http::Client;
 use super::key::{certificate_key, Key, KeyType};
 use super::store::{pem_der, Store, Stored};
@@ -84,6 +84,17 @@ pub struct Settings {
     /// The kind of the certificates' keys (the account's and the local
     /// CA's are P-256).
     pub key_type: KeyType,
+    /// The external account binding a new account carries (`eab_kid`,
+    /// `eab_hmac_key`), for a CA that requires one.
+    pub eab: Option<Eab>,
+}
+
+/// Why a new account cannot be made at the CA of `directory`: it requires
+/// an external account binding, and none is configured.
+fn eab_required(directory: &str) -> String {
+    format!(
+        "the CA {directory} requires an external account binding to make an account (RFC 8555 §7.3.4): set eab_kid and eab_hmac_key (or eab_hmac_key_file) in [acme] to the key ID and MAC key the CA gives with your account at its site"
+    )
 }
 
 /// How a name stands.
@@ -655,8 +666,33 @@ impl Manager {
         let mut account = Account::new(self.client.clone(), dir, key);
         // Registered again each start: the CA answers with the
         // account the key has (RFC 8555 §7.3.1), or makes it.
+        // A stored account is found by its key, and needs no binding: a
+        // binding is made for a new account only (RFC 8555 §7.3.4).
+        let mut eab = self.settings.eab.as_ref().filter(|_| url.is_none());
+        if url.is_none() && eab.is_none() && account.directory.external_account_required {
+            return Err(eab_required(&self.settings.directory));
+        }
         let email = self.settings.email.as_deref();
-        let (url_now, updated) = account.register(email).map_err(|e| e.to_string())?;
+        let required = |r: &Result<(String, bool), AcmeError>| {
+            matches!(r, Err(AcmeError::Problem { kind, .. })
+                if kind == "urn:ietf:params:acme:error:externalAccountRequired")
+        };
+        let mut registered = account.register_bound(email, eab);
+        if required(&registered) && eab.is_none() && self.settings.eab.is_some() {
+            // (A CA that wants the binding even to find a stored account.)
+            eab = self.settings.eab.as_ref();
+            registered = account.register_bound(email, eab);
+        }
+        if required(&registered) && eab.is_none() {
+            return Err(eab_required(&self.settings.directory));
+        }
+        let (url_now, updated) = registered.map_err(|e| match (e, eab) {
+            (e @ AcmeError::Problem { .. }, Some(eab)) => format!(
+                "the CA refused to make the account bound to eab_kid {:?} (check eab_kid and eab_hmac_key against those the CA gave): {e}",
+                eab.kid
+            ),
+            (e, _) => e.to_string(),
+        })?;
         if updated {
             let now = email.map_or("none".to_string(), |e| format!("mailto:{e}"));
             log(
@@ -1140,6 +1176,7 @@ mod tests {
             holder: "test 1".into(),
             local: Vec::new(),
             key_type: Default::default(),
+            eab: None,
         };
         let live = Arc::new(Live::default());
         let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();
@@ -1366,6 +1403,50 @@ mod tests {
             ca.seen.lock().unwrap().challenges,
             ["tls-alpn-01", "http-01"]
         );
+    }
+
+    /// RFC 8555 §7.3.4: the binding goes with the request that makes
+    /// the account, and only with it; a CA that requires one and none
+    /// configured is said at once, without asking for an account.
+    #[test]
+    fn an_external_account_binding_goes_with_a_new_account_only() {
+        let ca = fake_ca::start(Mode::Good);
+        ca.eab_required
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut m = manager_at(&ca, "eab");
+        let t = certs::now();
+        let lines = stepped(&mut m, t);
+        let want = format!(
+            "Error acme: e.test: the CA {} requires an external account binding to make an account (RFC 8555 §7.3.4): set eab_kid and eab_hmac_key (or eab_hmac_key_file) in [acme] to the key ID and MAC key the CA gives with your account at its site; no certificate for it yet: its handshakes fail; next try in 60 s (failure 1)",
+            ca.url
+        );
+        assert!(lines.contains(&want), "{lines:?}");
+        assert!(ca.seen.lock().unwrap().bound.is_empty());
+
+        // Configured (a reload): the new account is bound.
+        m.settings.eab = Some(Eab {
+            kid: "kid-1".into(),
+            hmac_key: vec![1; 32],
+        });
+        let lines = stepped(&mut m, t + 60);
+        assert!(m.live.issued("e.test").is_some(), "{lines:?}");
+        assert_eq!(ca.seen.lock().unwrap().bound, [true]);
+
+        // A restart with a name to order: the stored account is found
+        // by its key, unbound.
+        let live = Arc::new(Live::default());
+        let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();
+        let responder = Arc::new(Published {
+            live: Arc::clone(&live),
+        });
+        let settings = Settings {
+            names: vec!["f.test".into()],
+            ..m.settings.clone()
+        };
+        let mut again = Manager::new(settings, client, live, responder).unwrap();
+        let lines = stepped(&mut again, t + 120);
+        assert!(again.live.issued("f.test").is_some(), "{lines:?}");
+        assert_eq!(ca.seen.lock().unwrap().bound, [true, false]);
     }
 
     #[test]

@@ -17,6 +17,8 @@ use super::load::{sorted, Loader};
 #[cfg(feature = "acme")]
 use super::ConfigError;
 #[cfg(feature = "acme")]
+use crate::acme::client::Eab;
+#[cfg(feature = "acme")]
 use crate::acme::key::KeyType;
 #[cfg(feature = "acme")]
 use toml::{de::DeValue, Spanned};
@@ -30,6 +32,9 @@ pub(super) const ACME_KEYS: &[&str] = &[
     "challenges",
     "redirect_http",
     "key_type",
+    "eab_kid",
+    "eab_hmac_key",
+    "eab_hmac_key_file",
 ];
 
 /// Let's Encrypt's production directory: the default CA.
@@ -74,6 +79,13 @@ pub struct AcmeConfig {
     /// The certificates' keys (the account's is P-256 whatever this is).
     #[cfg(feature = "acme")]
     pub key_type: KeyType,
+    /// The external account binding of a new account (`eab_kid` and
+    /// `eab_hmac_key` or `eab_hmac_key_file`), for a CA that requires one.
+    #[cfg(feature = "acme")]
+    pub eab: Option<Eab>,
+    /// `eab_hmac_key_file`, read when the file loads (a reload reads it
+    /// again).
+    pub eab_hmac_key_file: Option<PathBuf>,
     /// Why each site name no certificate covers is not ordered either (a
     /// wildcard, a name of one label): warnings, as that site then has
     /// no HTTPS (`--check-config` and the start say so).
@@ -95,6 +107,11 @@ pub(crate) struct AcmeSection {
     redirect_http: bool,
     #[cfg(feature = "acme")]
     key_type: KeyType,
+    /// `eab_kid`, and where.
+    eab_kid: Option<(String, String)>,
+    /// The decoded MAC key, where it was given (`eab_hmac_key` or
+    /// `eab_hmac_key_file`), and the file.
+    eab_hmac_key: Option<(Vec<u8>, String, Option<PathBuf>)>,
 }
 
 impl AcmeSection {
@@ -118,6 +135,8 @@ impl Loader<'_> {
             challenges: CHALLENGES.to_vec(),
             redirect_http: true,
             key_type: KeyType::default(),
+            eab_kid: None,
+            eab_hmac_key: None,
         };
         for (key, value) in sorted(self.table("acme", v)?) {
             match key.get_ref().as_ref() {
@@ -212,11 +231,77 @@ impl Loader<'_> {
                         }
                     }
                 }
+                "eab_kid" => {
+                    let kid = self.string("acme.eab_kid", value)?;
+                    if kid.is_empty() || kid.chars().any(char::is_control) {
+                        return Err(self.expected(
+                            value,
+                            "acme.eab_kid",
+                            "the key ID the CA gives (its EAB KID)",
+                        ));
+                    }
+                    s.eab_kid = Some((kid.to_string(), self.origin("acme.eab_kid", value)));
+                }
+                "eab_hmac_key" | "eab_hmac_key_file" => {
+                    let name = key.get_ref().as_ref();
+                    let full = format!("acme.{name}");
+                    if s.eab_hmac_key.is_some() {
+                        return Err(self.fail(
+                            key,
+                            &full,
+                            "give eab_hmac_key or eab_hmac_key_file, not both",
+                        ));
+                    }
+                    let (text, file) = if name == "eab_hmac_key" {
+                        (self.string(&full, value)?.to_string(), None)
+                    } else {
+                        let path = self.path(&full, value)?;
+                        if let Some(readable) = self.src.readable {
+                            readable(&path).map_err(|e| self.fail(value, &full, &e.to_string()))?;
+                        }
+                        let text = std::fs::read_to_string(&path).map_err(|e| {
+                            self.fail(
+                                value,
+                                &full,
+                                &format!("cannot read {}: {e}", path.display()),
+                            )
+                        })?;
+                        (text, Some(path))
+                    };
+                    let mac = hmac_key(&text).map_err(|why| match &file {
+                        Some(path) => {
+                            self.fail(value, &full, &format!("{}: {why}", path.display()))
+                        }
+                        None => self.fail(value, &full, &why),
+                    })?;
+                    s.eab_hmac_key = Some((mac, self.origin(&full, value), file));
+                }
                 _ => return Err(self.unknown(key, "acme", ACME_KEYS)),
             }
         }
         Ok(s)
     }
+}
+
+/// The MAC key of an external account binding as the CA gives it:
+/// base64url (RFC 4648 §5), its padding and the white space around it
+/// (a file's last newline) left out.
+#[cfg(feature = "acme")]
+fn hmac_key(text: &str) -> Result<Vec<u8>, String> {
+    use base64ct::Encoding as _;
+    let b64 = text.trim().trim_end_matches('=');
+    let mut out = vec![0u8; b64.len()];
+    let n = base64ct::Base64UrlUnpadded::decode(b64, &mut out)
+        .map(|d| d.len())
+        .unwrap_or(0);
+    out.truncate(n);
+    if n == 0 {
+        out.fill(0);
+        return Err(
+            "expected the MAC key the CA gives (its EAB HMAC key), in base64url: letters, digits, - and _".into(),
+        );
+    }
+    Ok(out)
 }
 
 /// Whether `host` is certified by the local CA: `localhost` (or a name
@@ -378,6 +463,16 @@ pub(crate) fn finish(
         .trim_end_matches(']')
         .to_string();
     let addr = super::upstream::resolve_name(&host, url.port).ok();
+    let (eab, eab_hmac_key_file) = match (s.eab_kid, s.eab_hmac_key) {
+        (None, None) => (None, None),
+        (Some((kid, _)), Some((hmac_key, _, file))) => (Some(Eab { kid, hmac_key }), file),
+        (Some((_, at)), None) => {
+            return Err(fail(&at, "needs eab_hmac_key (or eab_hmac_key_file) beside it: the CA gives the key ID and the MAC key together".into()))
+        }
+        (None, Some((_, at, _))) => {
+            return Err(fail(&at, "needs eab_kid beside it: the CA gives the key ID and the MAC key together".into()))
+        }
+    };
     Ok(AcmeConfig {
         origin: s.origin,
         email: s.email,
@@ -391,6 +486,8 @@ pub(crate) fn finish(
         challenges: s.challenges,
         redirect_http: s.redirect_http,
         key_type: s.key_type,
+        eab,
+        eab_hmac_key_file,
         unordered,
     })
 }

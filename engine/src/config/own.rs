@@ -32,6 +32,9 @@ impl Config {
         if let Some(tls) = &self.tls {
             out.extend(tls.files());
         }
+        if let Some(f) = self.acme().and_then(|a| a.eab_hmac_key_file.as_ref()) {
+            out.push((f.clone(), "acme.eab_hmac_key_file".to_string()));
+        }
         if let Some(p) = &self.pid_file {
             out.push((p.clone(), "the pid file".to_string()));
         }

@@ -157,6 +157,15 @@ fn acme(c: &Config, s: &mut String) {
     if a.key_type != crate::config::KeyType::default() {
         let _ = writeln!(s, "  certificate keys {}", a.key_type.name());
     }
+    #[cfg(feature = "acme")]
+    if let Some(eab) = &a.eab {
+        // (Never the MAC key.)
+        let _ = writeln!(
+            s,
+            "  a new account bound to the external account {:?}",
+            eab.kid
+        );
+    }
 }
 
 /// `[proxy]`: the PROXY protocol listeners and whose forwarding headers

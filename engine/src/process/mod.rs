@@ -843,6 +843,7 @@ fn start_acme(
         jail: running.config().chroot.clone(),
         holder: prepared.holder,
         key_type: acme.key_type,
+        eab: acme.eab.clone(),
     };
     match manager::spawn(settings, client, live, log) {
         Ok(thread) => Some(thread),

@@ -319,3 +319,120 @@ fn the_check_reads_the_ca_roots_as_the_start_does_and_names_their_line() {
         assert_eq!(got, want);
     }
 }
+
+/// A MAC key as CAs give it (base64url, 32 bytes), and its bytes.
+const MAC: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY";
+const MAC_BYTES: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+#[test]
+fn an_external_account_binding_is_a_key_id_and_a_mac_key_inline_or_in_a_file() {
+    let dir = TempDir::new();
+    // A file as an editor or `echo` leaves it: a newline at the end;
+    // the padding some tools add is taken too.
+    dir.write("eab.key", &format!("{MAC}=\n"));
+    for (mac, file) in [
+        (format!("eab_hmac_key = \"{MAC}\"\n"), None),
+        (
+            format!("eab_hmac_key_file = \"{}/eab.key\"\n", dir.path().display()),
+            Some(dir.path().join("eab.key")),
+        ),
+    ] {
+        let c = run(&format!(
+            "{TLS}[acme]\n{CA}hosts = [\"a.test\"]\neab_kid = \"kid-1\"\n{mac}"
+        ))
+        .unwrap();
+        let a = c.acme.as_ref().unwrap();
+        let eab = a.eab.as_ref().unwrap();
+        assert_eq!((eab.kid.as_str(), &eab.hmac_key[..]), ("kid-1", MAC_BYTES));
+        assert_eq!(a.eab_hmac_key_file, file);
+        // The file is brisk's own (never served), and the report names
+        // the key ID, never the MAC key.
+        if let Some(f) = &file {
+            assert!(c
+                .own_files()
+                .iter()
+                .any(|(p, k)| p == f && k == "acme.eab_hmac_key_file"));
+        }
+        assert!(!format!("{a:?}").contains("48, 49"), "{a:?}");
+    }
+    // None: none.
+    let c = run(&format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\n")).unwrap();
+    assert!(c.acme.unwrap().eab.is_none());
+    // --check-config says a new account will be bound, by its key ID.
+    let file = dir.write(
+        "site.toml",
+        &format!("root = \"public\"\n{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \"/srv/acme\"\neab_kid = \"kid-1\"\neab_hmac_key = \"{MAC}\"\n"),
+    );
+    let Ok(Command::CheckOk(report)) =
+        args(&["--config", file.to_str().unwrap(), "--check-config"])
+    else {
+        panic!("a check");
+    };
+    assert!(
+        report.contains("\n  a new account bound to the external account \"kid-1\"\n"),
+        "{report}"
+    );
+    assert!(!report.contains(MAC), "{report}");
+}
+
+#[test]
+fn a_half_or_a_malformed_external_account_binding_is_refused_with_file_line_and_key() {
+    let dir = TempDir::new();
+    dir.write("empty.key", "\n");
+    let d = dir.path().display();
+    let head = format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\n");
+    let cases = [
+        (
+            "eab_kid = \"kid-1\"\n".to_string(),
+            "DIR/site.toml:7: acme.eab_kid: needs eab_hmac_key (or eab_hmac_key_file) beside it: the CA gives the key ID and the MAC key together".to_string(),
+        ),
+        (
+            format!("eab_hmac_key = \"{MAC}\"\n"),
+            "DIR/site.toml:7: acme.eab_hmac_key: needs eab_kid beside it: the CA gives the key ID and the MAC key together".into(),
+        ),
+        (
+            format!("eab_hmac_key_file = \"{d}/empty.key\"\n"),
+            "DIR/site.toml:7: acme.eab_hmac_key_file: DIR/empty.key: expected the MAC key the CA gives (its EAB HMAC key), in base64url: letters, digits, - and _".into(),
+        ),
+        (
+            format!("eab_kid = \"kid-1\"\neab_hmac_key = \"{MAC}\"\neab_hmac_key_file = \"{d}/x.key\"\n"),
+            "DIR/site.toml:9: acme.eab_hmac_key_file: give eab_hmac_key or eab_hmac_key_file, not both".into(),
+        ),
+        (
+            // Standard base64's '+' and '/' are not base64url's.
+            "eab_kid = \"kid-1\"\neab_hmac_key = \"ab+/cd\"\n".into(),
+            "DIR/site.toml:8: acme.eab_hmac_key: expected the MAC key the CA gives (its EAB HMAC key), in base64url: letters, digits, - and _".into(),
+        ),
+        (
+            "eab_kid = \"kid-1\"\neab_hmac_key = \"\"\n".into(),
+            "DIR/site.toml:8: acme.eab_hmac_key: expected the MAC key the CA gives".into(),
+        ),
+        (
+            format!("eab_kid = \"kid-1\"\neab_hmac_key_file = \"{d}/missing.key\"\n"),
+            "DIR/site.toml:8: acme.eab_hmac_key_file: cannot read DIR/missing.key: No such file or directory (os error 2)".into(),
+        ),
+        (
+            format!("eab_kid = \"\"\neab_hmac_key = \"{MAC}\"\n"),
+            "DIR/site.toml:7: acme.eab_kid: expected the key ID the CA gives (its EAB KID); got".into(),
+        ),
+        (
+            format!("eab_kid = 7\neab_hmac_key = \"{MAC}\"\n"),
+            "DIR/site.toml:7: acme.eab_kid: expected a string".into(),
+        ),
+    ];
+    for (keys, want) in cases {
+        let toml = format!("{head}{keys}");
+        let e = run(&toml).unwrap_err().replace(&d.to_string(), "DIR");
+        assert!(e.starts_with(&want), "{toml}\n{e}\nwanted: {want}");
+        // --check-config says the same.
+        let file = dir.write("check.toml", &format!("root = \"public\"\n{toml}"));
+        let got = match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+            Err(ConfigError { message }) => message.replace(&d.to_string(), "DIR"),
+            Ok(_) => panic!("{keys}: the check said OK"),
+        };
+        assert!(
+            got.replace("check.toml", "site.toml").starts_with(&want),
+            "{got}"
+        );
+    }
+}

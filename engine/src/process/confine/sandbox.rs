@@ -206,6 +206,11 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
     if let (Some(acme), false) = (cfg.acme(), programs) {
         // The ACME thread's account, certificates and locks.
         rules.push(Rule::new(&acme.storage, WRITABLE, "acme.storage"));
+        // Read again on each reload (the right on the file alone, as for
+        // `mime_types`).
+        if let Some(file) = &acme.eab_hmac_key_file {
+            rules.push(Rule::new(file, READ_FILE, "acme.eab_hmac_key_file"));
+        }
     }
     if let (Some(dir), false) = (ticket_keys(cfg).and_then(Path::parent), programs) {
         // The session-ticket keys: read again when they change, written

@@ -473,6 +473,8 @@ fn the_acme_thread_connects_nowhere_when_it_asks_no_ca() {
         challenges: vec!["http-01"],
         redirect_http: true,
         key_type: Default::default(),
+        eab: None,
+        eab_hmac_key_file: None,
         unordered: Vec::new(),
     };
     let mut local = Config::default();
