@@ -111,6 +111,18 @@ impl Pebble {
         validity: u64,
         blocked: &[&str],
     ) -> Option<Pebble> {
+        Pebble::start_binding(env, validity, blocked, &[])
+    }
+
+    /// [`Pebble::start_refusing`], requiring an external account
+    /// binding (RFC 8555 §7.3.4) of a new account when `macs` names
+    /// some: the key IDs and their MAC keys (base64url) it knows.
+    pub(crate) fn start_binding(
+        env: &[(&str, &str)],
+        validity: u64,
+        blocked: &[&str],
+        macs: &[(&str, &str)],
+    ) -> Option<Pebble> {
         let (Some(pebble), Some(challtest)) = (
             go_tool("PEBBLE", "pebble"),
             go_tool("PEBBLE_CHALLTESTSRV", "pebble-challtestsrv"),
@@ -174,12 +186,19 @@ impl Pebble {
   "httpPort": {http_port},
   "tlsPort": {tls_port},
   "ocspResponderURL": "",
-  "externalAccountBindingRequired": false,
+  "externalAccountBindingRequired": {required},
+  "externalAccountMACKeys": {{{macs}}},
   "retryAfter": {{"authz": 1, "order": 1}},
   "domainBlocklist": {blocked:?},
   "profiles": {{"default": {{"description": "the test's", "validityPeriod": {validity}}}}}
 }}}}"#,
-                d = dir.path.display()
+                d = dir.path.display(),
+                required = !macs.is_empty(),
+                macs = macs
+                    .iter()
+                    .map(|(kid, mac)| format!("{kid:?}: {mac:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
             );
             std::fs::write(dir.path.join("pebble.json"), config).unwrap();
             let log = |name: &str| std::fs::File::create(dir.path.join(name)).unwrap();

@@ -13,6 +13,8 @@ mod acme;
 #[cfg(feature = "acme")]
 mod acme_ari;
 #[cfg(feature = "acme")]
+mod acme_eab;
+#[cfg(feature = "acme")]
 mod acme_edges;
 #[cfg(all(feature = "acme", feature = "ops"))]
 mod acme_fleet;
