@@ -383,6 +383,9 @@ fn the_toml_examples_pass_check_config() {
         }
         let user = "alice:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
         fs::write(dir.path.join("htpasswd"), user).unwrap();
+        // An external account binding's MAC key (base64url).
+        let mac = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY\n";
+        fs::write(dir.path.join("eab.key"), mac).unwrap();
         let certs = repo().join("engine/src/tls/testdata");
         fs::copy(certs.join("a.pem"), dir.path.join("fullchain.pem")).unwrap();
         fs::copy(certs.join("a.key"), dir.path.join("privkey.pem")).unwrap();
