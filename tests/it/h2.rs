@@ -906,6 +906,27 @@ fn a_request_body_that_stops_coming_is_answered_408() {
 }
 
 #[test]
+fn a_head_redirected_locally_by_a_program_gets_no_data() {
+    // `Location: /sub/a.txt` answering a HEAD: the file's HEADERS
+    // alone. It used to be followed as a GET, whose DATA went on the
+    // HEAD's stream (a client checks them against content-length: 0
+    // expected, 7 received).
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let head = c.request("HEAD", "/cgi-bin/redirect.sh", &[], None);
+    let get = c.get("/cgi-bin/redirect.sh", &[]);
+    let a = c.answers(&[head, get]);
+    assert_eq!(a[0].status(), "200");
+    assert_eq!(a[0].field("content-length"), Some("7"));
+    assert_eq!(a[0].body, b"", "DATA on a HEAD stream");
+    assert_eq!(a[0].reset, None);
+    assert_eq!(
+        (a[1].status(), a[1].body.as_slice()),
+        ("200", &b"a file\n"[..])
+    );
+}
+
+#[test]
 fn a_silent_program_is_stopped_and_its_stream_answered_504() {
     let s = cgi_site();
     let mut c = H2::connect(s.addr(), &[], 0);
