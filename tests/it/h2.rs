@@ -927,6 +927,29 @@ fn a_head_redirected_locally_by_a_program_gets_no_data() {
 }
 
 #[test]
+fn a_post_without_a_body_or_a_length_reaches_the_program() {
+    // A POST whose HEADERS end its stream, with no content-length (curl
+    // --http2 -X POST): its body is known to be empty (RFC 9113 §8.1.1).
+    // It used to be answered 411 Length Required, the HTTP/1.1 rule for
+    // a POST that cannot say how long its body is.
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let ids = [
+        c.request("POST", "/cgi-bin/echo.sh", &[], None),
+        c.request("PUT", "/cgi-bin/echo.sh", &[], None),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"POST \n"[..])
+    );
+    assert_eq!(
+        (a[1].status(), a[1].body.as_slice()),
+        ("200", &b"PUT \n"[..])
+    );
+}
+
+#[test]
 fn a_silent_program_is_stopped_and_its_stream_answered_504() {
     let s = cgi_site();
     let mut c = H2::connect(s.addr(), &[], 0);
