@@ -139,6 +139,29 @@ fn limits_413_and_431() {
 }
 
 #[test]
+fn a_page_for_a_plain_text_error_has_one_content_type() {
+    // The 501 of a WebSocket handshake where no proxy takes it is
+    // text/plain: its page's type used to go beside that one, two
+    // Content-Type fields (RFC 9110 §5.3: one).
+    let s = site("[errors]\n501 = \"errors/404.html\"\n");
+    let r = s.request(
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+          Connection: close\r\n\r\n",
+    );
+    assert_eq!(
+        r.masked_head(),
+        page_head(
+            "501 Not Implemented",
+            "",
+            "text/html; charset=utf-8",
+            NOT_FOUND.len(),
+            Conn::Close
+        )
+    );
+    assert_eq!(r.body, NOT_FOUND);
+}
+
+#[test]
 fn a_missing_page_falls_back_to_the_built_in_one_and_is_logged_once() {
     let s = site("[errors]\n404 = \"errors/gone.html\"\n");
     for _ in 0..3 {

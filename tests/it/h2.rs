@@ -906,6 +906,50 @@ fn a_request_body_that_stops_coming_is_answered_408() {
 }
 
 #[test]
+fn a_head_redirected_locally_by_a_program_gets_no_data() {
+    // `Location: /sub/a.txt` answering a HEAD: the file's HEADERS
+    // alone. It used to be followed as a GET, whose DATA went on the
+    // HEAD's stream (a client checks them against content-length: 0
+    // expected, 7 received).
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let head = c.request("HEAD", "/cgi-bin/redirect.sh", &[], None);
+    let get = c.get("/cgi-bin/redirect.sh", &[]);
+    let a = c.answers(&[head, get]);
+    assert_eq!(a[0].status(), "200");
+    assert_eq!(a[0].field("content-length"), Some("7"));
+    assert_eq!(a[0].body, b"", "DATA on a HEAD stream");
+    assert_eq!(a[0].reset, None);
+    assert_eq!(
+        (a[1].status(), a[1].body.as_slice()),
+        ("200", &b"a file\n"[..])
+    );
+}
+
+#[test]
+fn a_post_without_a_body_or_a_length_reaches_the_program() {
+    // A POST whose HEADERS end its stream, with no content-length (curl
+    // --http2 -X POST): its body is known to be empty (RFC 9113 §8.1.1).
+    // It used to be answered 411 Length Required, the HTTP/1.1 rule for
+    // a POST that cannot say how long its body is.
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let ids = [
+        c.request("POST", "/cgi-bin/echo.sh", &[], None),
+        c.request("PUT", "/cgi-bin/echo.sh", &[], None),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"POST \n"[..])
+    );
+    assert_eq!(
+        (a[1].status(), a[1].body.as_slice()),
+        ("200", &b"PUT \n"[..])
+    );
+}
+
+#[test]
 fn a_silent_program_is_stopped_and_its_stream_answered_504() {
     let s = cgi_site();
     let mut c = H2::connect(s.addr(), &[], 0);

@@ -317,6 +317,48 @@ fn cgi_server() -> Server {
 }
 
 #[test]
+fn a_bodiless_post_and_a_redirected_head_are_answered_as_over_http1() {
+    // A POST whose HEADERS end the stream has an empty body (RFC 9114
+    // §4.1): it used to be answered 411. A HEAD that a program redirects
+    // locally (`Location: /a.txt`) gets the file's head alone: it used
+    // to be followed as a GET, whose DATA went on the HEAD's stream.
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("a.txt", b"a file\n");
+    for (name, body) in [
+        (
+            "echo.sh",
+            "echo 'Content-Type: text/plain'\necho\necho \"$REQUEST_METHOD $CONTENT_LENGTH\"",
+        ),
+        ("redirect.sh", "echo 'Location: /a.txt'\necho"),
+    ] {
+        let path = b.base().join("cgi-bin").join(name);
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests = json!([
+        {"method": "POST", "path": "/cgi-bin/echo.sh"},
+        {"method": "HEAD", "path": "/cgi-bin/redirect.sh"},
+    ]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let r = &out["responses"];
+    assert_eq!(fields(&r[0])[0], ":status: 200", "{r}");
+    assert_eq!(text(&r[0]), "POST \n");
+    assert_eq!(fields(&r[1])[0], ":status: 200", "{r}");
+    assert!(
+        fields(&r[1]).contains(&"content-length: 7".to_string()),
+        "{r}"
+    );
+    assert_eq!(text(&r[1]), "", "DATA on a HEAD stream");
+}
+
+#[test]
 fn a_post_body_reaches_a_cgi_program_with_or_without_a_length() {
     let s = cgi_server();
     let data = "x".repeat(100_000);

@@ -113,14 +113,10 @@ pub fn error_page(
             return;
         }
     };
-    const BUILT_IN: &[u8] = b"Content-Type: text/html; charset=utf-8\r\n";
-    if let Some(at) = s
-        .headers
-        .windows(BUILT_IN.len())
-        .position(|w| w == BUILT_IN)
-    {
-        s.headers.drain(at..at + BUILT_IN.len());
-    }
+    // The page's type replaces the built-in page's, whatever that was
+    // (the text/plain of a WebSocket handshake's 501 went beside it:
+    // two Content-Type fields, RFC 9110 §5.3 allows one).
+    static_files::remove_field(&mut s.headers, 0, "Content-Type");
     s.header(
         "Content-Type",
         files.content_type(page.page.as_bytes()).as_bytes(),

@@ -1056,7 +1056,7 @@ fn has_field(lines: &[u8], name: &str) -> bool {
 
 /// Removes from the head lines `lines` those named `name` (any case) that
 /// start at `from` or later, in place.
-fn remove_field(lines: &mut Vec<u8>, from: usize, name: &str) {
+pub(super) fn remove_field(lines: &mut Vec<u8>, from: usize, name: &str) {
     let (mut read, mut write) = (from, from);
     while read < lines.len() {
         let end = lines[read..]

@@ -518,11 +518,16 @@ impl OwnedRequest {
 
     /// The request a CGI local redirect (RFC 3875 §6.2.2) makes of this
     /// one: `GET target` with the same version and header fields, less
-    /// the body's framing (the new request has none). `None` if that
+    /// the body's framing (the new request has none); `HEAD target` for
+    /// a HEAD, whose answer must stay without a body (RFC 9110 §9.3.2),
+    /// as Apache keeps a redirected HEAD header-only. `None` if that
     /// does not parse (a target no request could have).
     pub fn redirected(&self, target: &[u8], limits: &Limits) -> Option<OwnedRequest> {
         let mut head = Vec::with_capacity(self.head_len + target.len());
-        head.extend_from_slice(b"GET ");
+        head.extend_from_slice(match self.method {
+            Method::Head => b"HEAD ",
+            _ => b"GET ",
+        });
         head.extend_from_slice(target);
         head.push(b' ');
         // (An HTTP/2 request is written as HTTP/1.1, then made HTTP/2 again.)
@@ -717,5 +722,13 @@ mod tests {
         assert_eq!(g.body(), BodyFraming::None);
         assert_eq!(g.path(), Ok(&b"/next"[..]));
         assert!(r.redirected(b"/a b", &LIMITS).is_none());
+    }
+
+    #[test]
+    fn a_local_redirect_of_a_head_stays_a_head() {
+        let r = parsed(b"HEAD /cgi HTTP/1.1\r\nHost: h\r\n\r\n");
+        let g = r.redirected(b"/file.txt", &LIMITS).unwrap();
+        assert_eq!(g.head(), b"HEAD /file.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(g.method(), Method::Head);
     }
 }

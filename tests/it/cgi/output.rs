@@ -320,6 +320,11 @@ fn server_owns_framing_and_cuts_extra_output() {
     );
     script(
         &b,
+        "cgi-bin/reset.sh",
+        "#!/bin/sh\nprintf 'Status: 205 Reset Content\\r\\nContent-Type: text/plain\\r\\n\\r\\nno body'\n",
+    );
+    script(
+        &b,
         "cgi-bin/bigheader.sh",
         "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\nX-Big: '\nhead -c 20000 /dev/zero | tr '\\\\0' a\n\
          printf '\\r\\n\\r\\nbody'\n",
@@ -336,8 +341,9 @@ fn server_owns_framing_and_cuts_extra_output() {
         b"GET /cgi-bin/framing.sh HTTP/1.1\r\nHost: h\r\n\r\n\
           GET /cgi-bin/extra.sh HTTP/1.1\r\nHost: h\r\n\r\n\
           GET /cgi-bin/nocontent.sh HTTP/1.1\r\nHost: h\r\n\r\n\
+          GET /cgi-bin/reset.sh HTTP/1.1\r\nHost: h\r\n\r\n\
           GET /file.txt HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
-        &[false; 4],
+        &[false; 5],
     );
     assert_eq!(
         rs[0].masked_head(),
@@ -356,7 +362,16 @@ fn server_owns_framing_and_cuts_extra_output() {
     );
     assert_eq!(rs[1].text(), "abc");
     assert_eq!(rs[2].masked_head(), head("204 No Content", "X-A: b\r\n"));
-    assert_file(&rs[3], b"after\n", TXT, "", Conn::Close);
+    // A 205 has no content (RFC 9110 §15.3.6): its body used to go on,
+    // chunked.
+    assert_eq!(
+        rs[3].masked_head(),
+        head(
+            "205 Reset Content",
+            "Content-Type: text/plain\r\nContent-Length: 0\r\n"
+        )
+    );
+    assert_file(&rs[4], b"after\n", TXT, "", Conn::Close);
     c.expect_closed();
     for name in ["bigheader.sh", "injected.sh"] {
         let r = server.get(&format!("/cgi-bin/{name}"));

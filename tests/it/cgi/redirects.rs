@@ -30,6 +30,37 @@ fn local_redirect_serves_the_file() {
 }
 
 #[test]
+fn a_head_request_redirected_locally_gets_no_body() {
+    // A HEAD to a script that answers `Location: /file.txt`: the file's
+    // head alone. The redirect used to be followed as a GET, and the
+    // file's bytes went after the HEAD answer's head, where the client
+    // reads the next answer (here: "the file\nHTTP/1.1 200 OK" taken
+    // for a status line).
+    let server = output_site().start();
+    let mut c = server.connect();
+    c.send(
+        b"HEAD /cgi-bin/local.sh HTTP/1.1\r\nHost: h\r\n\r\n\
+          GET /cgi-bin/len.sh HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+    );
+    let r = c.head_response();
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(r.header("content-length"), Some("9"), "{}", r.head);
+    if r.header("connection") == Some("close") {
+        assert!(c.read_to_end().is_empty(), "a body after a HEAD answer");
+    } else {
+        let next = c.response();
+        assert_eq!(
+            (next.status, next.text().as_str()),
+            (200, "hello"),
+            "{}",
+            next.head
+        );
+        c.expect_closed();
+    }
+    stop(server);
+}
+
+#[test]
 fn client_redirect_is_a_302() {
     let server = output_site().start();
     let mut c = server.connect();

@@ -164,6 +164,13 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
         Some(_) => return Err("CGI Location is neither an absolute URI nor a local path"),
         None => CgiReply::Document,
     };
+    // RFC 9110 §15.3.6: a 205 has no content, and says so (over
+    // HTTP/1.1, with Content-Length: 0): what a program writes after
+    // its head is cut there, with the error line of any output past
+    // its length.
+    if code == 205 {
+        content_length = Some(0);
+    }
     // §6.3.1: a document MUST have a Content-Type. A reply that cannot
     // carry a body, or says it has none, needs none.
     let bodiless = code < 200 || code == 204 || code == 304 || content_length == Some(0);

@@ -135,10 +135,24 @@ pub fn fill(
     };
     // A body of unknown length: HTTP/1.1 would ask for chunked coding
     // (or answer 411), so the head says so, and the field is dropped.
-    let synthetic = body == BodyFraming::Chunked;
-    if synthetic {
-        field(head, b"transfer-encoding", b"chunked");
-    }
+    // No body at all (the stream ended with its head) is a length known
+    // to be zero (RFC 9113 §8.1.1: content-length is optional), which a
+    // POST, PUT or PATCH is told the same way, not answered 411.
+    let synthetic = match body {
+        BodyFraming::Chunked => {
+            field(head, b"transfer-encoding", b"chunked");
+            true
+        }
+        BodyFraming::None
+            if !websocket
+                && r.content_length().is_none()
+                && matches!(r.method(), b"POST" | b"PUT" | b"PATCH") =>
+        {
+            field(head, b"content-length", b"0");
+            true
+        }
+        _ => false,
+    };
     head.extend_from_slice(b"\r\n");
     match req.parse(head, limits)? {
         Some(_) => {
@@ -278,6 +292,43 @@ mod tests {
         ]);
         let e = fill(&mut req, &r, true, &LIMITS, &mut head).unwrap_err();
         assert_eq!(e.status.0, 431);
+    }
+
+    #[test]
+    fn a_post_whose_stream_ends_with_its_head_has_an_empty_body() {
+        // END_STREAM on the HEADERS: a body known to be empty, with or
+        // without content-length (RFC 9113 §8.1.1). It used to be written
+        // as an HTTP/1.1 POST without a length, and answered 411.
+        let (mut req, mut head) = (OwnedRequest::default(), Vec::new());
+        for method in ["POST", "PUT", "PATCH", "DELETE"] {
+            let r = h2_request(&[
+                (":method", method),
+                (":scheme", "https"),
+                (":path", "/form"),
+                (":authority", "example.org"),
+            ]);
+            fill(&mut req, &r, true, &LIMITS, &mut head).unwrap();
+            assert_eq!(req.method_token(), method.as_bytes());
+            assert_eq!(req.body(), BodyFraming::None, "{method}");
+            assert_eq!(
+                req.header("content-length"),
+                None,
+                "{method}: the field is gone"
+            );
+        }
+        let r = h2_request(&[
+            (":method", "POST"),
+            (":scheme", "https"),
+            (":path", "/form"),
+            ("content-length", "0"),
+        ]);
+        fill(&mut req, &r, true, &LIMITS, &mut head).unwrap();
+        assert_eq!(req.body(), BodyFraming::None);
+        assert_eq!(
+            req.header("content-length"),
+            Some(&b"0"[..]),
+            "the client's own stays"
+        );
     }
 
     #[test]

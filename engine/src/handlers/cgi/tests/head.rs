@@ -162,6 +162,15 @@ fn content_type_required_for_a_document() {
     assert_eq!(ok(b"Status: 304 Not Modified\nETag: \"x\"\n\n").status, 304);
     let h = ok(b"Status: 202\nContent-Length: 0\n\n");
     assert_eq!((h.status, h.content_length), (202, Some(0)));
+    // A 205 has no content (RFC 9110 §15.3.6), whatever the program says.
+    for buf in [
+        &b"Status: 205 Reset Content\n\n"[..],
+        b"Status: 205\nContent-Type: text/plain\n\nbody",
+        b"Status: 205\nContent-Length: 4\n\nbody",
+    ] {
+        let h = ok(buf);
+        assert_eq!((h.status, h.content_length), (205, Some(0)), "{buf:?}");
+    }
     assert_eq!(
         err(b"Content-Type: a/b\nContent-Type: c/d\n\n"),
         "CGI Content-Type header repeated"
