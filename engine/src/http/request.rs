@@ -291,7 +291,7 @@ impl OwnedRequest {
         self.head_len = head.head_len;
         self.method = head.method;
         self.method_token = self.span_in(input, head.method_token);
-        self.target = self.span_in(input, head.target);
+        self.target = self.span_in(input, &head.target);
         self.version = head.version;
         self.host = head.host.map(|h| self.span_in(input, h));
         self.body = head.body;
