@@ -464,6 +464,12 @@ impl OwnedRequest {
         self.forwarded
     }
 
+    /// Whether the client spoke HTTPS: as trusted proxies said, else
+    /// `over_tls` (whether it came to brisk over TLS or QUIC).
+    pub fn https(&self, over_tls: bool) -> bool {
+        self.forwarded.and_then(|f| f.https).unwrap_or(over_tls)
+    }
+
     /// The site answering the request (0: the default site; see
     /// `server::sites`), once the router chose it.
     pub fn site(&self) -> usize {
