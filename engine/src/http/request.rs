@@ -464,6 +464,11 @@ impl OwnedRequest {
         self.forwarded
     }
 
+    /// Whether the request has no body (none, or one of length 0).
+    pub fn bodiless(&self) -> bool {
+        matches!(self.body, BodyFraming::None | BodyFraming::Length(0))
+    }
+
     /// Whether the client spoke HTTPS: as trusted proxies said, else
     /// `over_tls` (whether it came to brisk over TLS or QUIC).
     pub fn https(&self, over_tls: bool) -> bool {
