@@ -96,7 +96,15 @@ fuzz_target!(|data: &[u8]| {
         assert!(data[..req.head_len].ends_with(b"\r\n\r\n"));
         assert!(req.headers.len() <= limits.max_headers);
         assert!(within(data, req.method_token));
-        assert!(within(data, req.target) || req.target == b"/" || req.target == b"*");
+        match &req.target {
+            std::borrow::Cow::Borrowed(t) => {
+                assert!(within(data, t) || *t == b"/" || *t == b"*")
+            }
+            // Only `http://host?query` makes a target: `/` and the query sent.
+            std::borrow::Cow::Owned(t) => {
+                assert!(t.starts_with(b"/?") && data.windows(t.len() - 1).any(|w| w == &t[1..]))
+            }
+        }
         // No fragment and no raw byte >= 0x80 ever reaches a handler.
         assert!(!req.target.iter().any(|&b| b == b'#' || b >= 0x80));
         for h in req.headers {

@@ -42,6 +42,8 @@ fn steady_state_logging_does_not_allocate() {
         let mut logger = service.handle();
         let rec = AccessRecord {
             remote: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)),
+            remote_port: 51234,
+            https: true,
             time: SystemTime::now(),
             method: b"GET",
             target: b"/index.html?q=\"x\"\n",

@@ -323,3 +323,63 @@ fn a_cgi_answer_cut_short_logs_the_bytes_sent() {
         String::from_utf8_lossy(&line)
     );
 }
+
+/// A format of one's own: `$scheme` and `$remote_port`, as nginx's.
+const PORT_AND_SCHEME: &str =
+    "[log]\naccess = \"access.log\"\nformat = '$scheme $remote_addr $remote_port \"$request\"'\n";
+
+/// `$remote_port` is the client's port, `$scheme` `http` over plain
+/// HTTP; behind a trusted proxy, the client and scheme it names (no port
+/// named: `-`).
+#[test]
+fn remote_port_and_scheme_variables() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.access_log_from_config();
+    b.config(&format!(
+        "{PORT_AND_SCHEME}[proxy]\ntrusted = [\"127.0.0.1\"]\n"
+    ));
+    let s = b.start();
+    let mut c = s.connect();
+    c.send(b"GET /a.txt?plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().status, 200);
+    let port = c.ends().0.port();
+    let line = s.wait_access_line(|l| contains(l, "?plain"));
+    assert_eq!(
+        String::from_utf8_lossy(&line),
+        format!("http 127.0.0.1 {port} \"GET /a.txt?plain HTTP/1.1\"")
+    );
+    if cfg!(feature = "ops") {
+        let r = s.get_with(
+            "/a.txt?proxied",
+            "X-Forwarded-For: 203.0.113.9\r\nX-Forwarded-Proto: https\r\n",
+        );
+        assert_eq!(r.status, 200);
+        let line = s.wait_access_line(|l| contains(l, "?proxied"));
+        assert_eq!(
+            String::from_utf8_lossy(&line),
+            "https 203.0.113.9 - \"GET /a.txt?proxied HTTP/1.1\""
+        );
+    }
+}
+
+/// Over TLS, `$scheme` is `https`.
+#[cfg(feature = "tls")]
+#[test]
+fn scheme_is_https_over_tls() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.access_log_from_config();
+    b.config(PORT_AND_SCHEME);
+    b.tls();
+    let s = b.start();
+    let mut c = s.connect_tls();
+    c.send(b"GET /a.txt?tls HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().status, 200);
+    let port = c.ends().0.port();
+    let line = s.wait_access_line(|l| contains(l, "?tls"));
+    assert_eq!(
+        String::from_utf8_lossy(&line),
+        format!("https 127.0.0.1 {port} \"GET /a.txt?tls HTTP/1.1\"")
+    );
+}

@@ -39,7 +39,6 @@ const SKIP_BODY: &str = "the llhttp test skips the body through its API (skipBod
 const OTHER_PROTOCOL: &str = "RTSP/ICE request lines are not HTTP: brisk answers 400";
 const ASTERISK: &str = "asterisk-form with a method other than OPTIONS: 400 (RFC 9112 §3.2.4)";
 const CODING: &str = "a transfer coding before chunked: brisk decodes none, so 501";
-const QUERY_NO_PATH: &str = "`http://host?q` needs a `/` inserted, not possible zero-copy: 400";
 const USERINFO: &str = "userinfo in an http URI is treated as an error (RFC 9110 §4.2.4): 400";
 
 /// `source` suffix (file:line in llhttp's tests) → reason.
@@ -61,8 +60,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("test/request/sample.md:317", NO_VERSION),
     ("test/request/transfer-encoding.md:754", CODING),
     ("test/request/transfer-encoding.md:796", CODING),
-    ("test/request/uri.md:55", QUERY_NO_PATH),
-    ("test/request/uri.md:78", QUERY_NO_PATH),
     ("test/request/uri.md:191", UPGRADE),
     ("test/request/uri.md:225", USERINFO),
 ];

@@ -416,6 +416,46 @@ fn absolute_form_target_is_served_like_the_path() {
     assert_file(&r, b"the file", "application/octet-stream", "", Conn::Close);
 }
 
+/// `http://host?query`: an empty path with a query (RFC 3986 §3.3
+/// path-abempty) is the path `/` (RFC 9110 §4.2.3), as nginx reads it;
+/// it was a 400. `OPTIONS http://host` (no query) still means `*`.
+#[test]
+fn absolute_form_target_with_an_empty_path_and_a_query_is_the_root() {
+    let mut b = Builder::new();
+    b.file("index.html", b"<p>home</p>");
+    b.access_log();
+    let s = b.start();
+    let want = s.request(b"GET /?q=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    assert_file(
+        &want,
+        b"<p>home</p>",
+        "text/html; charset=utf-8",
+        "",
+        Conn::Close,
+    );
+    let r = s.request(
+        b"GET http://localhost?q=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.masked_head(), want.masked_head());
+    assert_eq!(r.body, want.body);
+    let r = s.request(
+        b"GET https://localhost:8080?q=2&r HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = s.wait_access_line(|l| l.windows(6).any(|w| w == b"?q=2&r"));
+    let line = String::from_utf8_lossy(&line).into_owned();
+    assert!(line.contains("\"GET /?q=2&r HTTP/1.1\" 200 "), "{line}");
+    let opt = |target: &str| {
+        let r = s.request(
+            format!("OPTIONS {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        (r.status, r.header("allow").map(str::to_owned))
+    };
+    assert_eq!(opt("http://localhost"), opt("*"));
+    assert_eq!(opt("http://localhost?x"), opt("/?x"));
+}
+
 #[test]
 fn configured_headers_by_prefix_and_pattern() {
     let mut b = Builder::new();

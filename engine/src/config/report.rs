@@ -129,9 +129,14 @@ fn acme(c: &Config, s: &mut String) {
         (_, _, Some(addr)) => format!("at {addr}"),
         (host, _, None) => format!("{host} not resolved now: every try will fail until a restart"),
     };
-    let each = match a.hosts.is_empty() {
-        true => "no public name (the local CA's only)".to_string(),
-        false => format!("one certificate each for {}", a.hosts.join(", ")),
+    // The local CA's names are named too: one certificate for them all,
+    // from it rather than from the directory.
+    let local = format!("one for {} from brisk's local CA", a.local.join(", "));
+    let each = match (a.hosts.is_empty(), a.local.is_empty()) {
+        (false, true) => format!("one certificate each for {}", a.hosts.join(", ")),
+        (false, false) => format!("one certificate each for {}; {local}", a.hosts.join(", ")),
+        (true, false) => format!("no public name; {local}"),
+        (true, true) => "no name".to_string(),
     };
     let _ = writeln!(
         s,

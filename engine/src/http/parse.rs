@@ -1,4 +1,6 @@
-//! The request-head parser: strict RFC 9112, zero-copy, zero-allocation.
+//! The request-head parser: strict RFC 9112, zero-copy, zero-allocation
+//! (but for one rare target form, `http://host?query`, see
+//! [`Request::target`]).
 //!
 //! The parser is stateless: every call re-reads the head from the start of
 //! the buffer (heads are small and bounded by [`Limits::max_head`]). It reads
@@ -9,6 +11,8 @@
 mod fields;
 pub mod response;
 mod target;
+
+use std::borrow::Cow;
 
 use super::grammar::{is_tchar, trim_ows};
 use super::{Method, Status, Version};
@@ -63,8 +67,10 @@ pub struct Request<'a> {
     pub method_token: &'a [u8],
     /// The request target in origin-form (`/path?query`), or `*` for
     /// `OPTIONS *`, or the authority for CONNECT. An absolute-form target
-    /// is reduced to its origin-form part (RFC 9112 §3.2.2).
-    pub target: &'a [u8],
+    /// is reduced to its origin-form part (RFC 9112 §3.2.2); borrowed
+    /// from `buf`, but for `http://host?query`, whose origin-form
+    /// `/?query` has a `/` the client did not send (RFC 9110 §4.2.3).
+    pub target: Cow<'a, [u8]>,
     /// The protocol version (a higher HTTP/1.x minor is read as 1.1).
     pub version: Version,
     /// The header fields in the order they were sent.
@@ -343,7 +349,7 @@ pub struct RequestHead<'a> {
     /// As [`Request::method_token`].
     pub method_token: &'a [u8],
     /// As [`Request::target`].
-    pub target: &'a [u8],
+    pub target: Cow<'a, [u8]>,
     /// As [`Request::version`].
     pub version: Version,
     /// As [`Request::head_len`].

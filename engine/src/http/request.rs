@@ -291,7 +291,7 @@ impl OwnedRequest {
         self.head_len = head.head_len;
         self.method = head.method;
         self.method_token = self.span_in(input, head.method_token);
-        self.target = self.span_in(input, head.target);
+        self.target = self.span_in(input, &head.target);
         self.version = head.version;
         self.host = head.host.map(|h| self.span_in(input, h));
         self.body = head.body;
@@ -462,6 +462,17 @@ impl OwnedRequest {
     /// The client as trusted proxies named it, if they did.
     pub fn forwarded(&self) -> Option<Forwarded> {
         self.forwarded
+    }
+
+    /// Whether the request has no body (none, or one of length 0).
+    pub fn bodiless(&self) -> bool {
+        matches!(self.body, BodyFraming::None | BodyFraming::Length(0))
+    }
+
+    /// Whether the client spoke HTTPS: as trusted proxies said, else
+    /// `over_tls` (whether it came to brisk over TLS or QUIC).
+    pub fn https(&self, over_tls: bool) -> bool {
+        self.forwarded.and_then(|f| f.https).unwrap_or(over_tls)
     }
 
     /// The site answering the request (0: the default site; see

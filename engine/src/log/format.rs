@@ -382,6 +382,10 @@ pub(crate) fn access_draft(
                     LogVar::RemoteAddr => {
                         let _ = write!(out, "{}", rec.remote);
                     }
+                    LogVar::RemotePort if rec.remote_port == 0 => out.push(b'-'),
+                    LogVar::RemotePort => crate::http::push_u64(out, rec.remote_port.into()),
+                    LogVar::Scheme if rec.https => out.extend_from_slice(b"https"),
+                    LogVar::Scheme => out.extend_from_slice(b"http"),
                     LogVar::RemoteUser => text_or_dash(out, rec.user),
                     LogVar::TimeLocal => out.extend_from_slice(clock.clf(rec.time)),
                     LogVar::TimeIso8601 => out.extend_from_slice(clock.rfc3339(rec.time)),

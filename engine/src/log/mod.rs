@@ -49,6 +49,12 @@ const AUTO_FLUSH: usize = 64 * 1024;
 pub struct AccessRecord<'a> {
     /// The client's address.
     pub remote: IpAddr,
+    /// The client's port (0 when a trusted proxy named the client
+    /// without one).
+    pub remote_port: u16,
+    /// Whether the client spoke HTTPS: to brisk (TLS or QUIC), or to the
+    /// trusted proxy that said so (`$scheme`).
+    pub https: bool,
     /// When the request was answered (its head complete).
     pub time: SystemTime,
     /// The request line pieces as sent (escaped when written). An empty

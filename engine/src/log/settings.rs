@@ -58,6 +58,12 @@ pub enum LogPiece {
 pub enum LogVar {
     /// The client's address.
     RemoteAddr,
+    /// The client's port, or `-` when a trusted proxy named the client
+    /// without one.
+    RemotePort,
+    /// `http` or `https`: what the client spoke (to brisk, or to the
+    /// trusted proxy that said so), as a redirect's `$scheme`.
+    Scheme,
     /// The authenticated user, or `-`.
     RemoteUser,
     /// `28/Nov/2026:04:55:21 +0000`.
@@ -103,9 +109,11 @@ pub enum LogVar {
 
 impl LogVar {
     /// Every variable with its name, in the order error messages list them.
-    pub const ALL: [(&'static str, LogVar); 21] = [
+    pub const ALL: [(&'static str, LogVar); 23] = [
         ("remote_addr", LogVar::RemoteAddr),
         ("remote_user", LogVar::RemoteUser),
+        ("remote_port", LogVar::RemotePort),
+        ("scheme", LogVar::Scheme),
         ("time_local", LogVar::TimeLocal),
         ("time_iso8601", LogVar::TimeIso8601),
         ("request", LogVar::Request),

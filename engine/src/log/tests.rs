@@ -19,6 +19,8 @@ fn when() -> SystemTime {
 fn record<'a>() -> AccessRecord<'a> {
     AccessRecord {
         remote: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        remote_port: 51234,
+        https: false,
         time: when(),
         method: b"GET",
         target: b"/x",
@@ -536,6 +538,34 @@ fn custom_format() {
     );
     // No byte count nor duration at all.
     assert_eq!(custom_line(&[v(LogVar::Status)], &record()), "200\n");
+}
+
+/// nginx's `$remote_port` and `$scheme`; a port a trusted proxy did not
+/// say (0) is `-`.
+#[test]
+fn remote_port_and_scheme() {
+    let t = |s: &str| LogPiece::Text(s.to_string());
+    let v = LogPiece::Var;
+    let pieces = [
+        v(LogVar::Scheme),
+        t("://"),
+        v(LogVar::RemoteAddr),
+        t(" port "),
+        v(LogVar::RemotePort),
+    ];
+    assert_eq!(
+        custom_line(&pieces, &record()),
+        "http://127.0.0.1 port 51234\n"
+    );
+    let rec = AccessRecord {
+        remote: IpAddr::V6(Ipv6Addr::LOCALHOST),
+        remote_port: 0,
+        https: true,
+        ..record()
+    };
+    assert_eq!(custom_line(&pieces, &rec), "https://::1 port -\n");
+    let names: Vec<&str> = LogVar::ALL.iter().map(|&(n, _)| n).collect();
+    assert!(names.contains(&"remote_port") && names.contains(&"scheme"));
 }
 
 /// A proxied request's upstream, in a line of one's own, as optional

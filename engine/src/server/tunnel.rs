@@ -8,7 +8,7 @@
 //! ([`Logged`]), which is written when the tunnel closes. The worker
 //! drives it (`worker/tunnel.rs`).
 
-use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 
 use crate::handlers::produce::Produce;
@@ -43,8 +43,11 @@ pub struct Logged {
     /// Which of the four optional ones the request had (bit 0:
     /// `Referer`, 1: `User-Agent`, 2: the user, 3: `Host`).
     has: u8,
-    /// The client (as trusted proxies named it).
-    pub remote: IpAddr,
+    /// The client (as trusted proxies named it; port 0 when they did
+    /// not say).
+    pub remote: SocketAddr,
+    /// Whether the client spoke HTTPS (`$scheme`).
+    pub https: bool,
     /// When the request's first byte came.
     pub started: Instant,
     /// The answer's status (101).
@@ -52,9 +55,14 @@ pub struct Logged {
 }
 
 impl Logged {
-    /// What the log will say of `req` from `remote`, begun at
-    /// `started`, answered `status`.
-    pub fn new(req: &OwnedRequest, remote: IpAddr, started: Instant, status: u16) -> Logged {
+    /// What the log will say of `req` from `remote` (over HTTPS if
+    /// `https`), begun at `started`, answered `status`.
+    pub fn new(
+        req: &OwnedRequest,
+        (remote, https): (SocketAddr, bool),
+        started: Instant,
+        status: u16,
+    ) -> Logged {
         let pieces = [
             Some(req.method_token()),
             Some(req.original_target()),
@@ -84,6 +92,7 @@ impl Logged {
             ends,
             has,
             remote,
+            https,
             started,
             status,
         }
@@ -116,7 +125,9 @@ impl Logged {
     /// negotiated), its bytes, duration and upstream to be filled in.
     pub fn record(&self, time: SystemTime, tls: Option<TlsSession>) -> AccessRecord<'_> {
         AccessRecord {
-            remote: self.remote,
+            remote: self.remote.ip(),
+            remote_port: self.remote.port(),
+            https: self.https,
             tls,
             time,
             method: self.method(),
@@ -157,14 +168,15 @@ mod tests {
               Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
         );
         let now = Instant::now();
-        let ip: IpAddr = "192.0.2.7".parse().unwrap();
-        let l = Logged::new(&req, ip, now, 101);
+        let client: SocketAddr = "192.0.2.7:50123".parse().unwrap();
+        let l = Logged::new(&req, (client, true), now, 101);
         assert_eq!(&*l.text, b"GET/ws/chat?room=1curl/8example.org:8080");
         let rec = l.record(SystemTime::UNIX_EPOCH, None);
         assert_eq!(rec.method, b"GET");
         assert_eq!(rec.target, b"/ws/chat?room=1");
         assert_eq!(rec.version, "HTTP/1.1");
-        assert_eq!((rec.status, rec.remote), (101, ip));
+        assert_eq!((rec.status, rec.remote), (101, client.ip()));
+        assert_eq!((rec.remote_port, rec.https), (50123, true));
         assert_eq!(rec.referer, None);
         assert_eq!(rec.user_agent, Some(&b"curl/8"[..]));
         assert_eq!(rec.user, None);
@@ -175,7 +187,12 @@ mod tests {
     #[test]
     fn empty_fields_that_were_sent_stay_sent() {
         let req = request(b"GET / HTTP/1.1\r\nHost: x\r\nReferer: \r\n\r\n");
-        let l = Logged::new(&req, "::1".parse().unwrap(), Instant::now(), 101);
+        let l = Logged::new(
+            &req,
+            ("[::1]:1".parse().unwrap(), false),
+            Instant::now(),
+            101,
+        );
         let rec = l.record(SystemTime::UNIX_EPOCH, None);
         assert_eq!(rec.referer, Some(&b""[..]));
         assert_eq!((rec.user_agent, rec.host), (None, Some(&b"x"[..])));

@@ -192,10 +192,11 @@ fn the_summary_says_what_is_ordered_from_where() {
             "{report}"
         );
     }
-    // Local names only: no dangling list.
+    // Local names only: no dangling list, and the local CA's names
+    // named as the others are.
     let file = dir.write(
         "local.toml",
-        &format!("root = \"public\"\n{TLS}[acme]\n{CA}hosts = [\"localhost\"]\nstorage = \"/srv/acme\"\n"),
+        &format!("root = \"public\"\n{TLS}[acme]\n{CA}hosts = [\"localhost\", \"127.0.0.1\"]\nstorage = \"/srv/acme\"\n"),
     );
     let Ok(Command::CheckOk(report)) =
         args(&["--config", file.to_str().unwrap(), "--check-config"])
@@ -203,7 +204,23 @@ fn the_summary_says_what_is_ordered_from_where() {
         panic!("a check");
     };
     assert!(
-        report.contains("then http-01, no public name (the local CA's only)\n"),
+        report.contains(
+            "then http-01, no public name; one for localhost, 127.0.0.1 from brisk's local CA\n"
+        ),
+        "{report}"
+    );
+    // Both: the public names, then the local CA's.
+    let file = dir.write(
+        "both.toml",
+        &format!("root = \"public\"\n{TLS}[acme]\n{CA}hosts = [\"a.test\", \"localhost\"]\nstorage = \"/srv/acme\"\n"),
+    );
+    let Ok(Command::CheckOk(report)) =
+        args(&["--config", file.to_str().unwrap(), "--check-config"])
+    else {
+        panic!("a check");
+    };
+    assert!(
+        report.contains("then http-01, one certificate each for a.test; one for localhost from brisk's local CA\n"),
         "{report}"
     );
 }

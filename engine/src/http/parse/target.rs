@@ -1,5 +1,7 @@
 //! Request-target forms (RFC 9112 §3.2) and Host values (§3.2, RFC 3986 §3.2.2).
 
+use std::borrow::Cow;
+
 use super::bad;
 use super::ParseError;
 use crate::http::grammar::alnum_and;
@@ -7,7 +9,9 @@ use crate::http::Method;
 
 /// A request target reduced to what the rest of the server uses.
 pub(super) struct Target<'a> {
-    pub(super) target: &'a [u8],
+    /// Borrowed from the request line, but for `http://host?query`,
+    /// whose origin-form needs a `/` the client did not send.
+    pub(super) target: Cow<'a, [u8]>,
     /// The host of an absolute-form target.
     pub(super) authority_host: Option<&'a [u8]>,
 }
@@ -16,7 +20,7 @@ pub(super) struct Target<'a> {
 /// origin-form.
 pub(super) fn parse_target<'a>(method: Method, target: &'a [u8]) -> Result<Target<'a>, ParseError> {
     let plain = Target {
-        target,
+        target: Cow::Borrowed(target),
         authority_host: None,
     };
     if method == Method::Connect {
@@ -67,14 +71,19 @@ fn parse_absolute_form(method: Method, target: &[u8]) -> Result<Target<'_>, Pars
         return Err(bad("absolute-form target with an empty host"));
     }
     let path = &rest[auth_end..];
-    let target: &[u8] = match path.first() {
-        Some(b'/') => path,
+    let target: Cow<'_, [u8]> = match path.first() {
+        Some(b'/') => Cow::Borrowed(path),
         // §3.2.4: `OPTIONS http://host` stands for the server as a whole.
-        None if method == Method::Options => b"*",
-        None => b"/",
-        // `http://host?q` would need a `/` inserted before the query, which
-        // a zero-copy parser cannot do; no real client sends it.
-        Some(_) => return Err(bad("absolute-form target with a query but no path")),
+        None if method == Method::Options => Cow::Borrowed(b"*"),
+        None => Cow::Borrowed(b"/"),
+        // `http://host?q`: the path is empty, which RFC 3986 §3.3
+        // (path-abempty) allows and RFC 9110 §4.2.3 reads as `/`, so the
+        // origin-form is `/?q` (the one target that is not a slice of
+        // the request line: rare, hence an allocation rather than a copy
+        // of every other target).
+        Some(b'?') => Cow::Owned([&b"/"[..], path].concat()),
+        // (`#` is refused with the rest of the request line already.)
+        Some(_) => return Err(bad("absolute-form target with a fragment")),
     };
     Ok(Target {
         target,

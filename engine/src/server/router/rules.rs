@@ -16,10 +16,7 @@ impl Router {
     pub(super) fn url_rules(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
         let rules = &self.cfg.site(routing.req.site()).rules;
         if !rules.url.is_empty() {
-            let https = match routing.req.forwarded().and_then(|f| f.https) {
-                Some(https) => https,
-                None => routing.client.tls.is_some(),
-            };
+            let https = routing.req.https(routing.client.tls.is_some());
             let client = routing.client;
             let cx = rewrite::Context {
                 scheme: if https { Scheme::Https } else { Scheme::Http },

@@ -239,8 +239,11 @@ impl Worker {
             None => 0,
         };
         if self.logger.access_enabled() {
+            let tls = c.transport.session();
             let rec = AccessRecord {
                 remote: c.peer.ip(),
+                remote_port: c.peer.port(),
+                https: tls.is_some(),
                 time: self.clock.wall(),
                 method: b"-",
                 target: b"-",
@@ -253,7 +256,7 @@ impl Worker {
                 host: None,
                 duration_us: 0,
                 upstream: None,
-                tls: c.transport.session(),
+                tls,
             };
             let end = c.queued_end();
             access_log::push(
@@ -554,9 +557,13 @@ pub(super) fn request_record<'a>(
     req: &'a OwnedRequest,
     status: u16,
 ) -> AccessRecord<'a> {
+    let client = client_of(c, req);
+    let tls = c.transport.session();
     AccessRecord {
-        remote: client_of(c, req).ip(),
-        tls: c.transport.session(),
+        remote: client.ip(),
+        remote_port: client.port(),
+        https: req.https(tls.is_some()),
+        tls,
         time,
         method: req.method_token(),
         target: req.original_target(),

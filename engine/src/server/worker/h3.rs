@@ -596,6 +596,24 @@ impl Worker {
         }
     }
 
+    /// Rejects request stream `id` of `c`, nothing of it processed
+    /// (RFC 9114 §4.1.1: H3_REQUEST_REJECTED, on both halves, so that the
+    /// client may send it again), letting go of a request held on it
+    /// before (for a password check or its turn). False if `c` is no
+    /// HTTP/3 connection.
+    pub(super) fn h3_reject(&mut self, c: &mut Conn, id: u32) -> bool {
+        let Some(s) = c.h3_mut() else {
+            return false;
+        };
+        let sid = stream(id);
+        end_request(s, sid, u64::from(sid), Code::REQUEST_REJECTED);
+        s.faults += 1;
+        if let Some(a) = s.take(id) {
+            self.h3_forget(c, a);
+        }
+        true
+    }
+
     /// Forgets an answer whose stream (or connection) is gone: its log
     /// line says what it sent.
     pub(super) fn h3_forget(&mut self, c: &mut Conn, mut a: Answer) {

@@ -32,10 +32,12 @@ use crate::server::waits::Held;
 /// Most programs (CGI) and upstream requests (the reverse proxy,
 /// FastCGI) answering one HTTP/2 connection's streams at once: each holds
 /// a process or an upstream connection. A program beyond them is refused
-/// before it starts (RST_STREAM REFUSED_STREAM; HTTP/3: 503: see
-/// [`Worker::refuse_stream`]), and so is an upstream request with a
-/// body; one without waits for its turn (`Worker::wait_turn`), as an
-/// HTTP/1.1 client's next request waits for the one before.
+/// before it starts (RST_STREAM REFUSED_STREAM; HTTP/3: a reset with
+/// H3_REQUEST_REJECTED: see [`Worker::refuse_stream`]; over HTTP/3 one
+/// without a body waits for its turn instead), and so is an upstream
+/// request with a body; one without waits for its turn
+/// (`Worker::wait_turn`), as an HTTP/1.1 client's next request waits for
+/// the one before.
 pub(super) const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;
@@ -250,10 +252,19 @@ impl Worker {
     /// refusal counts toward `http2.max_resets` as the client's own
     /// resets do: a client that keeps sending streams beyond the room
     /// ends with GOAWAY ENHANCE_YOUR_CALM, not a flood of refusals.
+    /// Over HTTP/3 the same with H3_REQUEST_REJECTED (RFC 9114 §4.1.1:
+    /// the request was not processed, the client may retry it; §8.1),
+    /// counted with the resets the connection made us make (`faults`).
     /// Logged with `label` at `warn`, within the worker's budget of
-    /// refusals' lines. Whether it was refused so (not over HTTP/3,
-    /// whose caller answers 503: [`Worker::room_for`]).
+    /// refusals' lines. Whether it was refused so (false: an HTTP/1.1
+    /// exchange, whose caller answers 503: [`Worker::room_for`]).
     pub(super) fn refuse_stream(&mut self, c: &mut Conn, id: u32, why: NoRoom<'_>) -> bool {
+        #[cfg(feature = "http3")]
+        if self.h3_reject(c, id) {
+            let what = "rejected (H3_REQUEST_REJECTED: the client may send it again)";
+            self.log_no_room(why, "HTTP/3", format_args!("stream {id} {what}"));
+            return true;
+        }
         #[cfg(feature = "http2")]
         if let Some(s) = c.proto.h2_mut() {
             s.conn.refuse(id, self.clock.now);

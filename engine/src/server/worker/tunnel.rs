@@ -86,8 +86,9 @@ impl Worker {
                 let _ = registry.register(&mut SourceFd(&fd), token, interest);
             }
         }
-        let remote = client_of(c, &held.req).ip();
-        let logged = Logged::new(&held.req, remote, held.started, status);
+        let client = client_of(c, &held.req);
+        let https = held.req.https(c.transport.session().is_some());
+        let logged = Logged::new(&held.req, (client, https), held.started, status);
         self.pools.take_back_held(held);
         c.proto = Proto::Tunnel(Box::new(Tunnel {
             producer,

@@ -24,7 +24,6 @@ use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 #[cfg(feature = "http2")]
-use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::server::conn::Conn;
 
@@ -45,11 +44,11 @@ impl Worker {
     ) -> bool {
         #[cfg(feature = "http2")]
         {
-            let bodiless = matches!(r.req.body(), BodyFraming::None | BodyFraming::Length(0));
+            let bodiless = r.req.bodiless();
             // (Over HTTP/3 too: a page's many API calls through the proxy
             // were answered 503 past the limit, where HTTP/2 queued them.
-            // One with a body is still answered 503 there, see
-            // `Worker::room_for`.)
+            // One with a body is rejected there, as HTTP/2 refuses it:
+            // `Worker::refuses`.)
             let full = super::pipe::programs_full(c);
             if let Some(id) = stream.filter(|_| bodiless && full) {
                 self.wait_turn(c, r, id, redirects);
@@ -60,8 +59,9 @@ impl Worker {
         false
     }
 
-    /// Whether HTTP/2 stream `stream` of `c` is refused (RST_STREAM
-    /// REFUSED_STREAM, [`Worker::refuse_stream`]) because the connection
+    /// Whether HTTP/2 or HTTP/3 stream `stream` of `c` is refused
+    /// (RST_STREAM REFUSED_STREAM; HTTP/3: H3_REQUEST_REJECTED;
+    /// [`Worker::refuse_stream`]) because the connection
     /// has no room for one more upstream request ([`Worker::waits_turn`]
     /// says why one with a body does not wait): nothing was sent
     /// anywhere, so the client may send it again (RFC 9113 §8.7;
@@ -70,7 +70,7 @@ impl Worker {
     /// `Worker::route`.)
     fn refuses(&mut self, c: &mut Conn, stream: Option<u32>, label: &str) -> bool {
         #[cfg(feature = "http2")]
-        if let Some(id) = stream.filter(|_| c.h2().is_some() && super::pipe::programs_full(c)) {
+        if let Some(id) = stream.filter(|_| super::pipe::programs_full(c)) {
             return self.refuse_stream(c, id, super::pipe::NoRoom::Programs(&label));
         }
         let _ = (c, stream, label);

@@ -63,7 +63,7 @@ impl Worker {
         let routed = router.route(&mut routing);
         let rule_max = routing.body_max;
         if routing.programs == Room::Refused {
-            return self.refuse_program(c, r, stream);
+            return self.refuse_program(c, r, stream, redirects);
         }
         // Every body is bounded by `limits.max_body` but a `[[webdav]]`
         // PUT's, by its `max_upload`, and one a `[[cgi]]`, `[[fastcgi]]`
@@ -119,13 +119,14 @@ impl Worker {
         })
     }
 
-    /// Holds request `r` of HTTP/2 stream `stream` of `c` (which
-    /// `redirects` local redirects led to), bound upstream, until its
-    /// turn: its connection has no room for one more upstream request
-    /// now (it has no body: see `Worker::waits_turn`). Once one of the
-    /// connection's upstream requests ends, it is routed again
-    /// ([`Worker::take_checked`]), as after a password check.
-    #[cfg(all(feature = "http2", feature = "upstreams"))]
+    /// Holds request `r` of HTTP/2 or HTTP/3 stream `stream` of `c`
+    /// (which `redirects` local redirects led to), bound upstream (or,
+    /// over HTTP/3, for a CGI program), until its turn: its connection
+    /// has no room for one more upstream request or program now (it has
+    /// no body: see `Worker::waits_turn`, `Worker::refuse_program`). Once
+    /// one of them ends, it is routed again ([`Worker::take_checked`]),
+    /// as after a password check.
+    #[cfg(all(feature = "http2", any(feature = "upstreams", feature = "http3")))]
     pub(super) fn wait_turn(&mut self, c: &mut Conn, r: &mut Request, stream: u32, redirects: u8) {
         let wait = Wait::Check(AuthWait::new(r.hold(redirects), true));
         let ex = self.exchange(c, Some(stream), wait);
@@ -136,7 +137,7 @@ impl Worker {
     /// requests waiting for their turn ([`Worker::wait_turn`]), the one on
     /// the oldest stream, is ready to be routed again (one at a time: the
     /// room it takes is seen before the next).
-    #[cfg(all(feature = "http2", feature = "upstreams"))]
+    #[cfg(all(feature = "http2", any(feature = "upstreams", feature = "http3")))]
     fn give_turn(&mut self, c: &mut Conn) {
         if super::pipe::programs_full(c) {
             return;
@@ -305,7 +306,7 @@ impl Worker {
             if c.life.closing() && !c.speaks_h2() {
                 return;
             }
-            #[cfg(all(feature = "http2", feature = "upstreams"))]
+            #[cfg(all(feature = "http2", any(feature = "upstreams", feature = "http3")))]
             self.give_turn(c);
             let checked = |id| self.exchanges.wait(id).is_some_and(Wait::is_checked);
             let Some(stream) = c.find_wait(checked) else {
@@ -452,7 +453,7 @@ impl Worker {
         let (router, mut routing) = self.routing(c, &mut r);
         let plan = router.answer_whole(&mut whole.resume, whole.body, &mut routing);
         let plan = match routing.programs {
-            Room::Refused => self.refuse_program(c, &mut r, stream),
+            Room::Refused => self.refuse_program(c, &mut r, stream, redirects),
             _ => Some(plan),
         };
         if let Some(plan) = plan {
@@ -461,17 +462,28 @@ impl Worker {
         self.pools.take_back_request(r);
     }
 
-    /// The CGI request `r` on `stream` of `c` was refused before its
-    /// program started: the connection runs as many as it may
-    /// (`pipe::H2_PIPES`). Over HTTP/2 its stream is refused, and
-    /// nothing is to be answered (`None`); over HTTP/3, the 503 to answer
-    /// (see [`Worker::refuse_stream`]).
+    /// The CGI request `r` (which `redirects` local redirects led to)
+    /// on `stream` of `c` was refused before its program started: the
+    /// connection runs as many as it may (`pipe::H2_PIPES`). Over HTTP/3
+    /// one without a body waits for its turn, as an upstream request
+    /// does ([`Worker::wait_turn`]: Chromium sends a rejected request
+    /// again at once, and fails it when that is rejected too); any other
+    /// has its stream refused (HTTP/2) or rejected (HTTP/3). Nothing is
+    /// to be answered then (`None`); else the 503 to answer (see
+    /// [`Worker::refuse_stream`]).
     fn refuse_program(
         &mut self,
         c: &mut Conn,
         r: &mut Request,
         stream: Option<u32>,
+        redirects: u8,
     ) -> Option<Plan> {
+        #[cfg(feature = "http3")]
+        if let Some(id) = stream.filter(|_| c.speaks_h3() && r.req.bodiless()) {
+            self.wait_turn(c, r, id, redirects);
+            return None;
+        }
+        let _ = redirects;
         let label = format!("cgi for {}", String::from_utf8_lossy(r.req.target()));
         match stream {
             Some(id) if self.refuse_stream(c, id, NoRoom::Programs(&label)) => None,
