@@ -69,6 +69,17 @@ fn start(tweak: impl FnOnce(&mut Config)) -> App {
                 r.header("X-Fine", "yes").unwrap();
                 r.write(format!("{refused:?}").as_bytes());
             })
+            .unwrap()
+            .mount("/hop-by-hop", |_: &Request<'_>, r: &mut Response<'_>| {
+                // Fields of the connection, not of the answer (RFC 9110
+                // §7.6.1): each refused, as Connection is.
+                for name in ["Keep-Alive", "Upgrade", "proxy-connection", "TE", "Trailer"] {
+                    match r.header(name, "x") {
+                        Ok(()) => r.write(format!("{name}: taken\n").as_bytes()),
+                        Err(e) => r.write(format!("{e}\n").as_bytes()),
+                    }
+                }
+            })
             .unwrap();
     })
 }
@@ -230,6 +241,28 @@ fn header_lines_are_checked_and_rules_apply() {
         format!("HTTP/1.1 201 Created\r\nServer: brisk\r\nDate: {DATE}\r\nX-Fine: yes\r\nCache-Control: no-store\r\nContent-Length: 18\r\n\r\n")
     );
     assert_eq!(r.text(), "[true, true, true]");
+}
+
+/// A handler cannot set a field of the connection: over HTTP/1.1 its
+/// `Keep-Alive: x` went out as set (HTTP/2 and HTTP/3 dropped it, and
+/// so does brisk a CGI program's).
+#[test]
+fn fields_of_the_connection_are_refused_as_framing_fields_are() {
+    let app = start(|_| {});
+    let r = app.request(b"GET /hop-by-hop HTTP/1.1\r\nHost: x\r\n\r\n");
+    let body = "Keep-Alive belongs to the connection, which the server manages\n\
+        Upgrade belongs to the connection, which the server manages\n\
+        proxy-connection belongs to the connection, which the server manages\n\
+        TE belongs to the connection, which the server manages\n\
+        Trailer belongs to the connection, which the server manages\n";
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+    );
+    assert_eq!(r.text(), body);
 }
 
 #[test]

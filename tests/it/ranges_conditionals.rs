@@ -458,6 +458,60 @@ fn list_fields_sent_on_several_lines_are_one_list() {
     assert_eq!(r.status, 412);
 }
 
+/// A date field is not a list (RFC 9110 §13.1.3, §13.1.4): sent on two
+/// lines, its value is not one HTTP-date (§5.3) and it is ignored, as
+/// one line holding two dates is. The first line was taken: a 304 for
+/// two `If-Modified-Since` lines, a 412 for two `If-Unmodified-Since`.
+/// Two `If-Range` lines match nothing: the whole file, as for any
+/// `If-Range` that is neither a date nor a strong tag (§13.1.5).
+#[test]
+fn date_fields_sent_on_several_lines_are_ignored() {
+    let s = site();
+    let early = "Mon, 01 Jan 2024 00:00:00 GMT";
+    for extra in [
+        format!("If-Modified-Since: {MTIME_HTTP}\r\nIf-Modified-Since: {MTIME_HTTP}\r\n"),
+        format!("If-Modified-Since: {MTIME_HTTP}, {MTIME_HTTP}\r\n"),
+        format!("If-Unmodified-Since: {early}\r\nif-unmodified-since: {early}\r\n"),
+        format!("If-Unmodified-Since: {early}, {early}\r\n"),
+        format!("Range: bytes=0-4\r\nIf-Range: {MTIME_HTTP}\r\nIf-Range: {MTIME_HTTP}\r\n"),
+        format!(
+            "Range: bytes=0-4\r\nIf-Range: {0}\r\nIf-Range: {0}\r\n",
+            etag(20)
+        ),
+        format!("Range: bytes=0-4\r\nIf-Range: {MTIME_HTTP}, {MTIME_HTTP}\r\n"),
+    ] {
+        eprintln!("{extra}");
+        assert_file(&s.get_with("/d.txt", &extra), DIGITS, TEXT, "", Conn::Close);
+    }
+    // One line each still counts.
+    let r = s.get_with("/d.txt", &format!("If-Modified-Since: {MTIME_HTTP}\r\n"));
+    assert_eq!(r.status, 304);
+}
+
+/// [`date_fields_sent_on_several_lines_are_ignored`] over HTTP/2, whose
+/// fields are repeated the same way.
+#[cfg(feature = "http2")]
+#[test]
+fn date_fields_sent_twice_over_http2_are_ignored() {
+    use common::h2::H2;
+    let s = site();
+    let mut c = H2::connect(s.addr(), &[], 65_535);
+    let ims = ("if-modified-since", MTIME_HTTP);
+    let ius = ("if-unmodified-since", "Mon, 01 Jan 2024 00:00:00 GMT");
+    let (range, if_range) = (("range", "bytes=0-4"), ("if-range", MTIME_HTTP));
+    let ids = [
+        c.get("/d.txt", &[ims, ims]),
+        c.get("/d.txt", &[ius, ius]),
+        c.get("/d.txt", &[range, if_range, if_range]),
+        c.get("/d.txt", &[ims]),
+    ];
+    let a = c.answers(&ids);
+    for a in &a[..3] {
+        assert_eq!((a.status(), a.body.as_slice()), ("200", DIGITS));
+    }
+    assert_eq!(a[3].status(), "304");
+}
+
 #[test]
 fn a_listing_has_no_validators_so_only_a_star_matches() {
     let mut b = Builder::new();

@@ -84,6 +84,70 @@ fn the_response_object_takes_numbers_and_refuses_misuse() {
     );
 }
 
+/// A servlet cannot set a field of the connection (RFC 9110 §7.6.1):
+/// over HTTP/1.1 its `Keep-Alive` or `Upgrade` went out as set, while
+/// HTTP/2 and HTTP/3 dropped them and brisk drops a CGI program's. Each
+/// is refused, as `Connection` is.
+const HOP_BY_HOP: &[(&str, &str)] = &[
+    (
+        "servlets/hop.lua",
+        r#"function handle_request(req, res)
+  for _, name in ipairs({"Keep-Alive", "Upgrade", "proxy-connection", "TE", "Trailer", "Connection"}) do
+    local ok, err = pcall(res.header, res, name, "x")
+    res:write(ok and (name .. ": taken\n") or (tostring(err) .. "\n"))
+  end
+end"#,
+    ),
+    (
+        "servlets/hop2.lua",
+        "function handle_request(req, res) res:write(200, {['Keep-Alive'] = 'timeout=99'}, 'x') end",
+    ),
+];
+
+#[test]
+fn fields_of_the_connection_are_refused() {
+    let s = server(HOP_BY_HOP);
+    let r = get(&s, "/servlets/hop.lua");
+    let body = "Keep-Alive belongs to the connection, which the server manages\n\
+        Upgrade belongs to the connection, which the server manages\n\
+        proxy-connection belongs to the connection, which the server manages\n\
+        TE belongs to the connection, which the server manages\n\
+        Trailer belongs to the connection, which the server manages\n\
+        Connection is written by the server\n";
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+    );
+    assert_eq!(r.text(), body);
+    // Uncaught, the error is the servlet's failure: a 500, logged.
+    assert_eq!(get(&s, "/servlets/hop2.lua").status, 500);
+    let line = s.wait_stderr_line("servlet servlets/hop2.lua");
+    assert!(
+        line.contains("Keep-Alive belongs to the connection"),
+        "{line}"
+    );
+}
+
+/// [`fields_of_the_connection_are_refused`] over HTTP/2, where the
+/// field was dropped and the answer a 200: the same error.
+#[cfg(feature = "http2")]
+#[test]
+fn fields_of_the_connection_are_refused_over_http2() {
+    use common::h2::H2;
+    let s = server(HOP_BY_HOP);
+    let mut c = H2::connect(s.addr(), &[], 65_535);
+    let ids = [
+        c.get("/servlets/hop2.lua", &[]),
+        c.get("/servlets/hello.lua", &[]),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), a[1].status()), ("500", "200"));
+    assert_eq!(a[0].field("keep-alive"), None);
+}
+
 #[test]
 fn a_lua_file_outside_the_prefixes_is_never_run() {
     let s = server(&[(
@@ -655,8 +719,9 @@ fn streamed_output_goes_over_http2() {
     let s = server(&[
         ("servlets/big.lua", "function handle_request(req, res) res:header('Content-Type', 'text/plain') for i = 1, 100 do res:write(string.rep(string.char(65 + i % 26), 5000)) end end"),
         ("servlets/huge.lua", "function handle_request(req, res) for i = 1, 100 do res:write(string.rep('x', 20000)) end end"),
-        // TE is connection-specific: never in an HTTP/2 answer (RFC 9113 §8.2.2).
-        ("servlets/te.lua", "function handle_request(req, res) res:header('TE', 'x') res:header('X-Ok', 'y') res:write('t') end"),
+        // TE is connection-specific: never in an HTTP/2 answer (RFC 9113 §8.2.2);
+        // res:header refuses it (see fields_of_the_connection_are_refused).
+        ("servlets/te.lua", "function handle_request(req, res) pcall(res.header, res, 'TE', 'x') res:header('X-Ok', 'y') res:write('t') end"),
     ]);
     let mut c = H2::connect(
         s.addr(),

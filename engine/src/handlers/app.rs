@@ -118,11 +118,24 @@ impl std::fmt::Display for InvalidHeader {
 
 impl std::error::Error for InvalidHeader {}
 
+/// Fields of the connection, not of the answer (RFC 9110 §7.6.1, RFC
+/// 9112 §7, RFC 9113 §8.2.2) that a handler might set besides
+/// `Connection` and `Transfer-Encoding` (brisk's, see
+/// [`FRAMING_HEADERS`]): brisk manages the connection, and drops a CGI
+/// program's (`cgi::head::DROPPED`). Set by a handler, they went out as
+/// set over HTTP/1.1 (a `Keep-Alive` or `Upgrade` that said what the
+/// connection was not) while HTTP/2 and HTTP/3 dropped them. (Not
+/// among `[[headers]]`'s refused fields: configurations setting them
+/// load.)
+const CONNECTION_FIELDS: &[&str] = &["keep-alive", "proxy-connection", "te", "trailer", "upgrade"];
+
 /// Checks a header line a handler wants to send: the name must be an
 /// HTTP token and the value free of control characters other than tab
 /// (so no line breaks: nothing can be smuggled into the head);
 /// `Content-Length`, `Transfer-Encoding`, `Connection`, `Date` and
-/// `Server` are brisk's to write.
+/// `Server` are brisk's to write, and `Keep-Alive`, `Proxy-Connection`,
+/// `TE`, `Trailer` and `Upgrade` belong to the connection, which brisk
+/// manages.
 pub fn check_header(name: &str, value: &str) -> Result<(), InvalidHeader> {
     check_header_bytes(name.as_bytes(), value.as_bytes())
 }
@@ -140,6 +153,15 @@ pub fn check_header_bytes(name: &[u8], value: &[u8]) -> Result<(), InvalidHeader
     if own.any(|r| name.eq_ignore_ascii_case(r.as_bytes())) {
         return Err(InvalidHeader(format!(
             "{} is written by the server",
+            text()
+        )));
+    }
+    if CONNECTION_FIELDS
+        .iter()
+        .any(|r| name.eq_ignore_ascii_case(r.as_bytes()))
+    {
+        return Err(InvalidHeader(format!(
+            "{} belongs to the connection, which the server manages",
             text()
         )));
     }
@@ -326,7 +348,8 @@ impl<'a> Response<'a> {
     /// free of control characters other than tab (so no line breaks:
     /// nothing can be smuggled into the head); `Content-Length`,
     /// `Transfer-Encoding`, `Connection`, `Date` and `Server` are brisk's
-    /// to write.
+    /// to write, and `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`
+    /// and `Upgrade` belong to the connection, which brisk manages.
     pub fn header(&mut self, name: &str, value: &str) -> Result<(), InvalidHeader> {
         check_header(name, value)?;
         self.scratch.header(name, value.trim().as_bytes());

@@ -58,15 +58,23 @@ pub enum Field {
 /// How many [`Field`]s there are.
 const FIELDS: usize = 11;
 
+/// How many [`Field`]s are joined when sent on several lines (see
+/// [`Field::list`]).
+const JOINED: usize = 6;
+
 impl Field {
-    /// Where a list field whose lines are joined is in
-    /// [`OwnedRequest::joined`].
+    /// Where a field whose lines are joined is in
+    /// [`OwnedRequest::joined`]: the list fields, and the date fields
+    /// and `If-Range`, which are not lists (see [`OwnedRequest::field`]).
     #[inline(always)]
     fn list(self) -> Option<usize> {
         match self {
             Field::IfMatch => Some(0),
             Field::IfNoneMatch => Some(1),
             Field::AcceptEncoding => Some(2),
+            Field::IfModifiedSince => Some(3),
+            Field::IfUnmodifiedSince => Some(4),
+            Field::IfRange => Some(5),
             _ => None,
         }
     }
@@ -108,10 +116,12 @@ pub struct OwnedRequest {
     headers: Vec<(Span, Span)>,
     /// Where each [`Field`] is first in `headers`, plus one (0: absent).
     fields: [u8; FIELDS],
-    /// `If-Match`, `If-None-Match` and `Accept-Encoding` (in that
-    /// order) when sent on several lines: their values joined into one
-    /// list, as RFC 9110 §5.3 combines them, in `bytes` after the head.
-    joined: [Option<Span>; 3],
+    /// `If-Match`, `If-None-Match`, `Accept-Encoding`,
+    /// `If-Modified-Since`, `If-Unmodified-Since` and `If-Range` (in that
+    /// order; see [`Field::list`]) when sent on several lines: their
+    /// values joined into one list, as RFC 9110 §5.3 combines them, in
+    /// `bytes` after the head.
+    joined: [Option<Span>; JOINED],
     host: Option<Span>,
     body: BodyFraming,
     keep_alive: bool,
@@ -154,7 +164,7 @@ impl Default for OwnedRequest {
             version: Version::Http11,
             headers: Vec::new(),
             fields: [0; FIELDS],
-            joined: [None; 3],
+            joined: [None; JOINED],
             host: None,
             body: BodyFraming::None,
             keep_alive: false,
@@ -188,7 +198,7 @@ impl OwnedRequest {
     pub fn parse(&mut self, input: &[u8], limits: &Limits) -> Result<Option<usize>, ParseError> {
         self.headers.clear();
         self.fields = [0; FIELDS];
-        self.joined = [None; 3];
+        self.joined = [None; JOINED];
         let mut lists = 0u8;
         let base = input.as_ptr() as usize;
         let at = |piece: &[u8]| Span {
@@ -231,15 +241,17 @@ impl OwnedRequest {
         Ok(Some(head.head_len))
     }
 
-    /// Joins the lines of each list field `lists` marks (bit 0:
-    /// `If-Match`, bit 1: `If-None-Match`, bit 2: `Accept-Encoding`)
-    /// into one value behind the head, with `, ` between them (RFC 9110
-    /// §5.3).
+    /// Joins the lines of each field `lists` marks (bit `i`: the field
+    /// whose [`Field::list`] is `i`) into one value behind the head, with
+    /// `, ` between them (RFC 9110 §5.3).
     fn join_lists(&mut self, lists: u8) {
         for (i, name) in [
             (0, "if-match"),
             (1, "if-none-match"),
             (2, "accept-encoding"),
+            (3, "if-modified-since"),
+            (4, "if-unmodified-since"),
+            (5, "if-range"),
         ] {
             if lists & (1 << i) == 0 {
                 continue;
@@ -396,7 +408,12 @@ impl OwnedRequest {
 
     /// The value of `field`: its first line's (a list field sent on
     /// several lines, `If-Match`, `If-None-Match` or `Accept-Encoding`: all of
-    /// them, joined).
+    /// them, joined). `If-Modified-Since`, `If-Unmodified-Since` and
+    /// `If-Range` sent on several lines are joined too: they are not
+    /// lists, so the value is no HTTP-date nor entity tag, and is ignored
+    /// (RFC 9110 §5.3, §13.1.3, §13.1.4) or matches nothing (§13.1.5), as
+    /// one line holding two dates is; the first line's date was taken
+    /// (a 304, a 412, a range of what may be another version).
     pub fn field(&self, field: Field) -> Option<&[u8]> {
         if let Some(span) = Field::list(field).and_then(|i| self.joined[i]) {
             return Some(self.get(span));
@@ -678,6 +695,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.field(Field::IfNoneMatch), Some(&b"\"z\""[..]));
+    }
+
+    #[test]
+    fn date_fields_and_if_range_on_several_lines_are_joined() {
+        // Not lists: joined, their value is no date (RFC 9110 §5.3), and
+        // is ignored, where the first line's date was taken.
+        let r = parsed(
+            b"GET / HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: a\r\nIf-Unmodified-Since: c\r\nif-modified-since: b\r\nIf-Range: d\r\nIf-Range: e\r\nif-unmodified-since: f\r\n\r\n",
+        );
+        assert_eq!(r.field(Field::IfModifiedSince), Some(&b"a, b"[..]));
+        assert_eq!(r.field(Field::IfUnmodifiedSince), Some(&b"c, f"[..]));
+        assert_eq!(r.field(Field::IfRange), Some(&b"d, e"[..]));
     }
 
     #[test]
