@@ -85,7 +85,7 @@ fn goaway(last: u32) -> Vec<u8> {
     f
 }
 
-#[cfg(any(feature = "tls", feature = "http2"))]
+#[cfg(feature = "tls")]
 /// The client's socket: the server's FIN arrived (CLOSE_WAIT), and no
 /// reset since, once what the client sent last was acknowledged.
 fn assert_not_reset(local: std::net::SocketAddr, peer: std::net::SocketAddr) {

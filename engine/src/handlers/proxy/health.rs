@@ -100,6 +100,8 @@ impl Group {
     }
 
     /// A check of upstream `i`, connecting, to give up at `until`.
+    // (`Tls` is a unit without the feature `tls`.)
+    #[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy, clippy::unit_arg))]
     fn start(&self, i: usize, health: &Health, until: Instant) -> io::Result<Flight> {
         let to = &self.to[i];
         let tried = to.tried();

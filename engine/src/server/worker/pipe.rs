@@ -31,13 +31,12 @@ use crate::server::waits::Held;
 
 /// Most programs (CGI) and upstream requests (the reverse proxy,
 /// FastCGI) answering one HTTP/2 connection's streams at once: each holds
-/// a process or an upstream connection. A program beyond them is refused
-/// before it starts (RST_STREAM REFUSED_STREAM; HTTP/3: a reset with
-/// H3_REQUEST_REJECTED: see [`Worker::refuse_stream`]; over HTTP/3 one
-/// without a body waits for its turn instead), and so is an upstream
-/// request with a body; one without waits for its turn
-/// (`Worker::wait_turn`), as an HTTP/1.1 client's next request waits for
-/// the one before.
+/// a process or an upstream connection. A request beyond them for a
+/// program or an upstream that has a body is refused before anything
+/// starts for it (RST_STREAM REFUSED_STREAM; HTTP/3: a reset with
+/// H3_REQUEST_REJECTED: see [`Worker::refuse_stream`]); one without
+/// waits for its turn (`Worker::wait_turn`), as an HTTP/1.1 client's
+/// next request waits for the one before.
 pub(super) const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;

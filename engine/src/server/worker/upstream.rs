@@ -23,7 +23,6 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
-#[cfg(feature = "http2")]
 use crate::http::Status;
 use crate::server::conn::Conn;
 

@@ -120,13 +120,15 @@ impl Worker {
     }
 
     /// Holds request `r` of HTTP/2 or HTTP/3 stream `stream` of `c`
-    /// (which `redirects` local redirects led to), bound upstream (or,
-    /// over HTTP/3, for a CGI program), until its turn: its connection
-    /// has no room for one more upstream request or program now (it has
-    /// no body: see `Worker::waits_turn`, `Worker::refuse_program`). Once
-    /// one of them ends, it is routed again ([`Worker::take_checked`]),
-    /// as after a password check.
-    #[cfg(all(feature = "http2", any(feature = "upstreams", feature = "http3")))]
+    /// (which `redirects` local redirects led to), bound upstream or for
+    /// a CGI program, until its turn: its connection has no room for one
+    /// more upstream request or program now (it has no body: see
+    /// `Worker::waits_turn`, `Worker::refuse_program`). Once one of them
+    /// ends, it is routed again ([`Worker::take_checked`]), as after a
+    /// password check. How many wait is bounded by the connection's
+    /// streams (`http2.max_concurrent_streams`; HTTP/3: its streams'
+    /// limit): each holds one open stream's request, head only.
+    #[cfg(feature = "http2")]
     pub(super) fn wait_turn(&mut self, c: &mut Conn, r: &mut Request, stream: u32, redirects: u8) {
         let wait = Wait::Check(AuthWait::new(r.hold(redirects), true));
         let ex = self.exchange(c, Some(stream), wait);
@@ -137,7 +139,7 @@ impl Worker {
     /// requests waiting for their turn ([`Worker::wait_turn`]), the one on
     /// the oldest stream, is ready to be routed again (one at a time: the
     /// room it takes is seen before the next).
-    #[cfg(all(feature = "http2", any(feature = "upstreams", feature = "http3")))]
+    #[cfg(feature = "http2")]
     fn give_turn(&mut self, c: &mut Conn) {
         if super::pipe::programs_full(c) {
             return;
@@ -306,7 +308,7 @@ impl Worker {
             if c.life.closing() && !c.speaks_h2() {
                 return;
             }
-            #[cfg(all(feature = "http2", any(feature = "upstreams", feature = "http3")))]
+            #[cfg(feature = "http2")]
             self.give_turn(c);
             let checked = |id| self.exchanges.wait(id).is_some_and(Wait::is_checked);
             let Some(stream) = c.find_wait(checked) else {
@@ -464,12 +466,13 @@ impl Worker {
 
     /// The CGI request `r` (which `redirects` local redirects led to)
     /// on `stream` of `c` was refused before its program started: the
-    /// connection runs as many as it may (`pipe::H2_PIPES`). Over HTTP/3
-    /// one without a body waits for its turn, as an upstream request
-    /// does ([`Worker::wait_turn`]: Chromium sends a rejected request
-    /// again at once, and fails it when that is rejected too); any other
-    /// has its stream refused (HTTP/2) or rejected (HTTP/3). Nothing is
-    /// to be answered then (`None`); else the 503 to answer (see
+    /// connection runs as many as it may (`pipe::H2_PIPES`). Over HTTP/2
+    /// or HTTP/3 one without a body waits for its turn, as an upstream
+    /// request does ([`Worker::wait_turn`]: Chromium sends a refused or
+    /// rejected request again at once, and fails it when that is refused
+    /// too); one with a body has its stream refused (HTTP/2) or rejected
+    /// (HTTP/3), its body not held. Nothing is to be answered then
+    /// (`None`); else (HTTP/1.1) the 503 to answer (see
     /// [`Worker::refuse_stream`]).
     fn refuse_program(
         &mut self,
@@ -478,8 +481,8 @@ impl Worker {
         stream: Option<u32>,
         redirects: u8,
     ) -> Option<Plan> {
-        #[cfg(feature = "http3")]
-        if let Some(id) = stream.filter(|_| c.speaks_h3() && r.req.bodiless()) {
+        #[cfg(feature = "http2")]
+        if let Some(id) = stream.filter(|_| r.req.bodiless()) {
             self.wait_turn(c, r, id, redirects);
             return None;
         }

@@ -783,6 +783,8 @@ fn a_location_naming_the_upstream_is_made_a_path_of_brisks() {
 }
 
 #[test]
+// (`Tls` is a unit without the feature `tls`.)
+#[cfg_attr(not(feature = "tls"), allow(clippy::unit_arg))]
 fn a_name_s_next_address_is_tried_when_the_first_refuses() {
     let m = logs();
     // `localhost` as many systems resolve it: an address nobody listens
