@@ -425,6 +425,42 @@ fn index_and_front_controller() {
     assert_eq!(s.get("/app/style.css").body, b"body{}\n");
 }
 
+/// A front controller for every path (`path = "/"` with a `fallback`)
+/// leaves the URLs of the `[[cgi]]` rules to them, as nginx's `location
+/// /cgi-bin/` wins over `location /`: `/cgi-bin/hello` is no file
+/// beneath the root, but it is the CGI rule's (whose stage comes after
+/// FastCGI's), a missing script there its 404.
+#[test]
+fn a_front_controller_leaves_the_cgi_rules_urls_to_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(fpm) = Fpm::start() else { return };
+    let mut b = Builder::new();
+    let hello = b.base().join("cgi-bin/hello");
+    write_file(
+        &hello,
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\ncgi hello\\n'\n",
+    );
+    fs::set_permissions(&hello, fs::Permissions::from_mode(0o755)).unwrap();
+    b.file(
+        "index.php",
+        b"<?php\necho 'front ', $_SERVER['REQUEST_URI'], \"\\n\";\n",
+    );
+    b.config(&format!(
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n\n\
+         [[fastcgi]]\npath = \"/\"\nto = \"unix:{}\"\nsplit_path = \".php\"\n\
+         index = \"index.php\"\nfallback = \"/index.php\"\n",
+        fpm.sock.display()
+    ));
+    let s = b.start();
+    assert_eq!(s.get("/cgi-bin/hello").text(), "cgi hello\n");
+    assert_eq!(s.get("/cgi-bin/hello/x?y").text(), "cgi hello\n");
+    assert_eq!(s.get("/cgi-bin/missing").status, 404);
+    assert_eq!(s.get("/cgi-bin/nope.php").status, 404);
+    // Every other path that is no file is the front controller's.
+    assert_eq!(s.get("/users/3?x=1").text(), "front /users/3?x=1\n");
+    assert_eq!(s.get("/cgi-binary").text(), "front /cgi-binary\n");
+}
+
 #[test]
 fn two_hundred_requests_at_once() {
     let Some((_fpm, s)) = started() else { return };
