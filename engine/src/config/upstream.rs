@@ -1049,6 +1049,18 @@ pub(super) fn fastcgi_warnings(config: &super::Config) -> Vec<String> {
                     ));
                 }
             }
+            // A pattern rule's fallback is for the missing paths its
+            // pattern matches (a missing x.php), never /users/3: no front
+            // controller, though it reads like one.
+            if let (PathMatch::Glob(pattern), Some(fallback)) = (&rule.matches, &rule.fallback) {
+                out.push(format!(
+                    "{prefix}fastcgi[{}].fallback: {fallback} takes only the missing paths that \
+                     the rule's pattern {pattern} matches, not /users/3 nor any other path: for \
+                     a front controller of every path that is no file, write path = \"/\" (with \
+                     split_path = \".php\") instead of the pattern",
+                    i + 1
+                ));
+            }
         }
     }
     out

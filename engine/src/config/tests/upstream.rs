@@ -738,3 +738,35 @@ fn a_php_path_rule_without_split_path_is_warned_of() {
         assert_eq!(warned(&fine), Vec::<String>::new(), "{fine}");
     }
 }
+
+/// A `pattern` rule's `fallback` takes only the missing paths the
+/// pattern matches (`/x.php`), not `/users/3`: `pattern = "*.php"` with
+/// `fallback = "/index.php"` reads like a front controller and is none.
+/// Said at load; a `path` rule's fallback is not warned of.
+#[test]
+fn a_pattern_rule_with_a_fallback_is_warned_of() {
+    let to = "to = \"unix:/run/php.sock\"\n";
+    let c = load(&format!(
+        "[[fastcgi]]\npattern = \"*.php\"\n{to}split_path = \".php\"\nfallback = \"/index.php\"\n"
+    ))
+    .unwrap();
+    let w: Vec<String> = c
+        .warnings()
+        .into_iter()
+        .filter(|w| w.contains("fastcgi["))
+        .collect();
+    assert_eq!(
+        w,
+        [
+            "fastcgi[1].fallback: /index.php takes only the missing paths that the rule's pattern \
+          *.php matches, not /users/3 nor any other path: for a front controller of every path \
+          that is no file, write path = \"/\" (with split_path = \".php\") instead of the \
+          pattern"
+        ]
+    );
+    let c = load(&format!(
+        "[[fastcgi]]\npath = \"/\"\n{to}split_path = \".php\"\nfallback = \"/index.php\"\n"
+    ))
+    .unwrap();
+    assert!(!c.warnings().iter().any(|w| w.contains("fastcgi[")));
+}
