@@ -774,3 +774,44 @@ fn a_kept_connection_whose_php_process_ended_sends_a_get_again() {
     }
     s.wait_stderr_line("sent again on a new connection");
 }
+
+/// A unix socket brisk's user may not write to (Debian's php-fpm makes
+/// its socket `www-data:www-data 0660`; brisk started as root serves as
+/// `nobody`): a 502 whose error line says what to change, not only
+/// `Permission denied`.
+#[test]
+fn a_socket_brisks_user_may_not_write_to_says_what_to_change() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if brisk::sys::privileges::euid() != 0
+        || brisk::sys::privileges::lookup_user("nobody")
+            .ok()
+            .flatten()
+            .is_none()
+    {
+        skip("needs root and a nobody user");
+        return;
+    }
+    let dir = TempDir::new("fcgi-perm");
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path.join("php-fpm.sock");
+    let _listener = UnixListener::bind(&sock).unwrap();
+    fs::set_permissions(&sock, fs::Permissions::from_mode(0o600)).unwrap();
+    let mut b = Builder::new();
+    b.file("x.php", b"<?php echo 'x';\n");
+    b.config(&format!(
+        "user = \"nobody\"\n\n[[fastcgi]]\npattern = \"*.php\"\nto = \"unix:{}\"\n",
+        sock.display()
+    ));
+    let s = b.start();
+    let r = s.get("/x.php");
+    assert_eq!(r.status, 502, "{}", r.text());
+    // (The line may come a moment after the answer.)
+    s.wait_stderr_line(&format!(
+        "fastcgi {}/x.php: unix:{}: cannot connect: Permission denied (os error 13): the \
+         user brisk serves as may not write to the socket; let it (php-fpm: listen.owner, \
+         listen.group and listen.mode in the pool), or serve as a user or group that may \
+         (user = \"www-data\"); 502",
+        s.root.display(),
+        sock.display()
+    ));
+}
