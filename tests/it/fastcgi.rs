@@ -815,3 +815,34 @@ fn a_socket_brisks_user_may_not_write_to_says_what_to_change() {
         sock.display()
     ));
 }
+
+/// The start-up hint that `/` answers 403 (no index.html, no listings)
+/// is not given when a FastCGI rule answers `/`: its `index.php` there,
+/// or a front controller's `fallback`. (Nothing is sent to php-fpm.)
+#[test]
+fn no_403_hint_at_start_when_php_answers_the_front_page() {
+    let hint = "no index.html in";
+    for (rule, index_php) in [
+        ("pattern = \"*.php\"\nindex = \"index.php\"\n", true),
+        (
+            "path = \"/\"\nsplit_path = \".php\"\nfallback = \"/app.php\"\n",
+            false,
+        ),
+        ("pattern = \"*.php\"\nindex = \"index.php\"\n", false),
+    ] {
+        let mut b = Builder::new();
+        b.file("app.php", b"<?php\n");
+        if index_php {
+            b.file("index.php", b"<?php\n");
+        }
+        b.config(&format!(
+            "[[fastcgi]]\n{rule}to = \"unix:/nonexistent/php-fpm.sock\"\n"
+        ));
+        let s = b.start();
+        wait_until("the started line", || s.stderr().contains("] started "));
+        let err = s.stderr();
+        // The last: an index.php named but missing, so / is a 403.
+        let given = rule.starts_with("pattern") && !index_php;
+        assert_eq!(err.contains(hint), given, "{rule}: {err}");
+    }
+}
