@@ -425,6 +425,42 @@ fn index_and_front_controller() {
     assert_eq!(s.get("/app/style.css").body, b"body{}\n");
 }
 
+/// A front controller for every path (`path = "/"` with a `fallback`)
+/// leaves the URLs of the `[[cgi]]` rules to them, as nginx's `location
+/// /cgi-bin/` wins over `location /`: `/cgi-bin/hello` is no file
+/// beneath the root, but it is the CGI rule's (whose stage comes after
+/// FastCGI's), a missing script there its 404.
+#[test]
+fn a_front_controller_leaves_the_cgi_rules_urls_to_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(fpm) = Fpm::start() else { return };
+    let mut b = Builder::new();
+    let hello = b.base().join("cgi-bin/hello");
+    write_file(
+        &hello,
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\ncgi hello\\n'\n",
+    );
+    fs::set_permissions(&hello, fs::Permissions::from_mode(0o755)).unwrap();
+    b.file(
+        "index.php",
+        b"<?php\necho 'front ', $_SERVER['REQUEST_URI'], \"\\n\";\n",
+    );
+    b.config(&format!(
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n\n\
+         [[fastcgi]]\npath = \"/\"\nto = \"unix:{}\"\nsplit_path = \".php\"\n\
+         index = \"index.php\"\nfallback = \"/index.php\"\n",
+        fpm.sock.display()
+    ));
+    let s = b.start();
+    assert_eq!(s.get("/cgi-bin/hello").text(), "cgi hello\n");
+    assert_eq!(s.get("/cgi-bin/hello/x?y").text(), "cgi hello\n");
+    assert_eq!(s.get("/cgi-bin/missing").status, 404);
+    assert_eq!(s.get("/cgi-bin/nope.php").status, 404);
+    // Every other path that is no file is the front controller's.
+    assert_eq!(s.get("/users/3?x=1").text(), "front /users/3?x=1\n");
+    assert_eq!(s.get("/cgi-binary").text(), "front /cgi-binary\n");
+}
+
 #[test]
 fn two_hundred_requests_at_once() {
     let Some((_fpm, s)) = started() else { return };
@@ -736,5 +772,80 @@ fn a_kept_connection_whose_php_process_ended_sends_a_get_again() {
         let r = s.get(&format!("/form.php?a={i}"));
         assert_eq!((r.status, r.text()), (200, format!("a={i} b=- c=-\n")));
     }
-    s.wait_stderr_line("sent again on a new connection");
+    // A warning: the client got its answer, and php-fpm ends its
+    // processes after pm.max_requests by design.
+    let line = s.wait_stderr_line("sent again on a new connection");
+    assert!(line.contains(" [warn] fastcgi "), "{line}");
+}
+
+/// A unix socket brisk's user may not write to (Debian's php-fpm makes
+/// its socket `www-data:www-data 0660`; brisk started as root serves as
+/// `nobody`): a 502 whose error line says what to change, not only
+/// `Permission denied`.
+#[test]
+fn a_socket_brisks_user_may_not_write_to_says_what_to_change() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if brisk::sys::privileges::euid() != 0
+        || brisk::sys::privileges::lookup_user("nobody")
+            .ok()
+            .flatten()
+            .is_none()
+    {
+        skip("needs root and a nobody user");
+        return;
+    }
+    let dir = TempDir::new("fcgi-perm");
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path.join("php-fpm.sock");
+    let _listener = UnixListener::bind(&sock).unwrap();
+    fs::set_permissions(&sock, fs::Permissions::from_mode(0o600)).unwrap();
+    let mut b = Builder::new();
+    b.file("x.php", b"<?php echo 'x';\n");
+    b.config(&format!(
+        "user = \"nobody\"\n\n[[fastcgi]]\npattern = \"*.php\"\nto = \"unix:{}\"\n",
+        sock.display()
+    ));
+    let s = b.start();
+    let r = s.get("/x.php");
+    assert_eq!(r.status, 502, "{}", r.text());
+    // (The line may come a moment after the answer.)
+    s.wait_stderr_line(&format!(
+        "fastcgi {}/x.php: unix:{}: cannot connect: Permission denied (os error 13): the \
+         user brisk serves as may not write to the socket; let it (php-fpm: listen.owner, \
+         listen.group and listen.mode in the pool), or serve as a user or group that may \
+         (user = \"www-data\"); 502",
+        s.root.display(),
+        sock.display()
+    ));
+}
+
+/// The start-up hint that `/` answers 403 (no index.html, no listings)
+/// is not given when a FastCGI rule answers `/`: its `index.php` there,
+/// or a front controller's `fallback`. (Nothing is sent to php-fpm.)
+#[test]
+fn no_403_hint_at_start_when_php_answers_the_front_page() {
+    let hint = "no index.html in";
+    for (rule, index_php) in [
+        ("pattern = \"*.php\"\nindex = \"index.php\"\n", true),
+        (
+            "path = \"/\"\nsplit_path = \".php\"\nfallback = \"/app.php\"\n",
+            false,
+        ),
+        ("pattern = \"*.php\"\nindex = \"index.php\"\n", false),
+    ] {
+        let mut b = Builder::new();
+        b.file("app.php", b"<?php\n");
+        if index_php {
+            b.file("index.php", b"<?php\n");
+        }
+        b.config(&format!(
+            "[[fastcgi]]\n{rule}to = \"unix:/nonexistent/php-fpm.sock\"\n"
+        ));
+        let s = b.start();
+        wait_until("the started line", || s.stderr().contains("] started "));
+        let err = s.stderr();
+        // The last: an index.php named but missing, so / is a 403.
+        let given = rule.starts_with("pattern") && !index_php;
+        assert_eq!(err.contains(hint), given, "{rule}: {err}");
+    }
 }

@@ -235,7 +235,8 @@ impl Config {
     /// start, at a reload and by `--check-config`: brisk's own files
     /// beneath a root ([`Config::own_files_under_roots`]), `[[access]]`
     /// and `[[auth]]` rules an earlier one hides, site names that get no
-    /// certificate from `[acme]`.
+    /// certificate from `[acme]`, `[[fastcgi]]` rules that would run a
+    /// site's images as scripts.
     pub fn warnings(&self) -> Vec<String> {
         let mut all = self.own_files_under_roots();
         all.extend(super::admission::hidden_guards(self));
@@ -243,6 +244,7 @@ impl Config {
         #[cfg(feature = "ops")]
         all.extend(super::admission::trusting_everyone(self));
         all.extend(super::throttle::idle_connection_rates(self));
+        all.extend(super::upstream::fastcgi_warnings(self));
         #[cfg(feature = "acme")]
         let all = {
             let mut all = all;

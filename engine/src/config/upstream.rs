@@ -1026,6 +1026,46 @@ fn pem_certificates(_: &[u8]) -> Result<usize, String> {
     Err("this brisk was built without TLS (the cargo feature `tls`)".into())
 }
 
+/// What may be a mistake in the `[[fastcgi]]` rules though they are
+/// valid (see [`super::Config::warnings`]).
+pub(super) fn fastcgi_warnings(config: &super::Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for (prefix, site) in super::SiteConfig::all_keyed(config) {
+        for (i, rule) in site.fastcgi.iter().enumerate() {
+            let php = |name: &Option<String>| name.as_deref().is_some_and(|n| n.ends_with(".php"));
+            // A `path` rule runs every file beneath it: right for a
+            // directory of FastCGI programs, not for PHP, whose site
+            // keeps its images and uploads beside its scripts.
+            if let PathMatch::Prefix(path) = &rule.matches {
+                if rule.split_path.is_none() && (php(&rule.index) || php(&rule.fallback)) {
+                    out.push(format!(
+                        "{prefix}fastcgi[{}]: path {path} has no split_path, so every file \
+                         beneath it (a stylesheet, an image, an upload) is sent to the \
+                         application as a script to run: php-fpm refuses each with 403 \
+                         \"Access denied.\", or runs it as PHP where \
+                         security.limit_extensions allows; add split_path = \".php\" (the \
+                         other files are then served as files)",
+                        i + 1
+                    ));
+                }
+            }
+            // A pattern rule's fallback is for the missing paths its
+            // pattern matches (a missing x.php), never /users/3: no front
+            // controller, though it reads like one.
+            if let (PathMatch::Glob(pattern), Some(fallback)) = (&rule.matches, &rule.fallback) {
+                out.push(format!(
+                    "{prefix}fastcgi[{}].fallback: {fallback} takes only the missing paths that \
+                     the rule's pattern {pattern} matches, not /users/3 nor any other path: for \
+                     a front controller of every path that is no file, write path = \"/\" (with \
+                     split_path = \".php\") instead of the pattern",
+                    i + 1
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{fastcgi_upstream, proxy_upstream, resolve_with, Upstream, Written};

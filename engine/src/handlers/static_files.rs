@@ -139,16 +139,27 @@ impl StaticFiles {
 
     /// A line for whoever starts brisk when `/` can only answer 403 (what a
     /// first `brisk` in a source tree meets): the root holds none of the
-    /// index files, listings are off, and no CGI rule takes `/`.
+    /// index files, listings are off, and no CGI or FastCGI rule takes
+    /// `/` (a FastCGI `fallback`, or its `index` there: PHP's
+    /// `index.php`).
     pub fn root_hint(&self) -> Option<String> {
         let st = &self.site().static_files;
         let cgi_takes_root = cgi::takes_root(&self.site().cgi);
-        let has_index = st.index.iter().any(|name| {
+        let file_at_root = |name: &str| {
             self.root
                 .stat(name.as_bytes())
                 .is_ok_and(|(_, meta)| meta.kind == Kind::File)
+        };
+        let has_index = st.index.iter().any(|name| file_at_root(name));
+        let fastcgi_takes_root = self.site().fastcgi.iter().any(|rule| {
+            let index = rule.index.as_deref().filter(|name| {
+                let path = format!("/{name}");
+                // (Beneath a root of the rule's own, taken to be there.)
+                rule.matches.matches(path.as_bytes()) && (rule.root.is_some() || file_at_root(name))
+            });
+            index.is_some() || (rule.fallback.is_some() && rule.matches.matches(b"/"))
         });
-        if st.autoindex || cgi_takes_root || has_index {
+        if st.autoindex || cgi_takes_root || has_index || fastcgi_takes_root {
             return None;
         }
         let root = self.site().root.display();

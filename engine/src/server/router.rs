@@ -400,6 +400,7 @@ impl Router {
                         &site.fastcgi,
                         &site.root,
                         &site.static_files.index,
+                        &site.cgi,
                         (
                             cfg.site.static_files.open_file_cache,
                             cfg.site.static_files.open_file_cache_valid,

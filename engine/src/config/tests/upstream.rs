@@ -693,3 +693,80 @@ fn new_connections_start_past_an_address_that_failed() {
     assert_eq!(unix.address(unix.tried()), None);
     assert_eq!(unix.next_address(&mut unix.tried()), None);
 }
+
+/// A `path` rule without `split_path` runs every file beneath it: a PHP
+/// site's (its index or fallback a `.php`) images and uploads would go
+/// to php-fpm as scripts. Said at load; a directory of FastCGI programs
+/// (no `.php` named) and a rule with `split_path` are not warned of.
+#[test]
+fn a_php_path_rule_without_split_path_is_warned_of() {
+    let to = "to = \"unix:/run/php.sock\"\n";
+    let warned = |text: &str| -> Vec<String> {
+        let c = load(text).unwrap();
+        c.warnings()
+            .into_iter()
+            .filter(|w| w.contains("fastcgi["))
+            .collect()
+    };
+    let w = warned(&format!(
+        "[[fastcgi]]\npath = \"/\"\n{to}index = \"index.php\"\nfallback = \"/index.php\"\n"
+    ));
+    assert_eq!(
+        w,
+        [
+            "fastcgi[1]: path / has no split_path, so every file beneath it (a stylesheet, an \
+          image, an upload) is sent to the application as a script to run: php-fpm refuses \
+          each with 403 \"Access denied.\", or runs it as PHP where security.limit_extensions \
+          allows; add split_path = \".php\" (the other files are then served as files)"
+        ]
+    );
+    let w = warned(&format!(
+        "[[fastcgi]]\npattern = \"*.cgi\"\n{to}\n[[fastcgi]]\npath = \"/app/\"\n{to}fallback = \"/app/index.php\"\n"
+    ));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("fastcgi[2]: path /app/ has no split_path"),
+        "{w:?}"
+    );
+    for fine in [
+        format!(
+            "[[fastcgi]]\npath = \"/\"\n{to}split_path = \".php\"\nfallback = \"/index.php\"\n"
+        ),
+        format!("[[fastcgi]]\npath = \"/fcgi/\"\n{to}"),
+        format!("[[fastcgi]]\npattern = \"*.php\"\n{to}index = \"index.php\"\n"),
+    ] {
+        assert_eq!(warned(&fine), Vec::<String>::new(), "{fine}");
+    }
+}
+
+/// A `pattern` rule's `fallback` takes only the missing paths the
+/// pattern matches (`/x.php`), not `/users/3`: `pattern = "*.php"` with
+/// `fallback = "/index.php"` reads like a front controller and is none.
+/// Said at load; a `path` rule's fallback is not warned of.
+#[test]
+fn a_pattern_rule_with_a_fallback_is_warned_of() {
+    let to = "to = \"unix:/run/php.sock\"\n";
+    let c = load(&format!(
+        "[[fastcgi]]\npattern = \"*.php\"\n{to}split_path = \".php\"\nfallback = \"/index.php\"\n"
+    ))
+    .unwrap();
+    let w: Vec<String> = c
+        .warnings()
+        .into_iter()
+        .filter(|w| w.contains("fastcgi["))
+        .collect();
+    assert_eq!(
+        w,
+        [
+            "fastcgi[1].fallback: /index.php takes only the missing paths that the rule's pattern \
+          *.php matches, not /users/3 nor any other path: for a front controller of every path \
+          that is no file, write path = \"/\" (with split_path = \".php\") instead of the \
+          pattern"
+        ]
+    );
+    let c = load(&format!(
+        "[[fastcgi]]\npath = \"/\"\n{to}split_path = \".php\"\nfallback = \"/index.php\"\n"
+    ))
+    .unwrap();
+    assert!(!c.warnings().iter().any(|w| w.contains("fastcgi[")));
+}

@@ -199,13 +199,13 @@ pub(super) fn head_lines(buf: &[u8], max: usize) -> Result<Option<Lines<'_>>, &'
     loop {
         let Some(n) = buf[pos..].iter().position(|&b| b == b'\n') else {
             if buf.len() > max {
-                return Err("CGI header block too large");
+                return Err("CGI header block larger than limits.cgi_header_bytes");
             }
             return Ok(None);
         };
         let end = pos + n + 1;
         if end > max {
-            return Err("CGI header block too large");
+            return Err("CGI header block larger than limits.cgi_header_bytes");
         }
         let line = &buf[pos..pos + n];
         let line = line.strip_suffix(b"\r").unwrap_or(line);

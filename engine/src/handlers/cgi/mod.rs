@@ -37,5 +37,5 @@ pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
 pub use process::{Children, Process};
 pub use programs::Programs;
 pub use reply::{reply_head, ScriptReply};
-pub use resolve::{resolve, takes_root, Resolved, Resolver, Script};
+pub use resolve::{resolve, takes_root, takes_url, Resolved, Resolver, Script};
 pub use runner::{Cgi, Ends};

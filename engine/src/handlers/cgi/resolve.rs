@@ -134,6 +134,16 @@ pub fn takes_root(rules: &[CgiRule]) -> bool {
     })
 }
 
+/// Whether a `dir` or `program` rule's URL covers `path` (a decoded,
+/// normalised URL path): the request is that rule's, whether its
+/// script exists or not.
+pub fn takes_url(rules: &[CgiRule], path: &[u8]) -> bool {
+    rules.iter().any(|rule| match &rule.target {
+        CgiTarget::Dir { url, .. } | CgiTarget::Program { url, .. } => under(url, path).is_some(),
+        CgiTarget::Pattern(_) => false,
+    })
+}
+
 /// The CGI rules with their directories held open, for one worker.
 ///
 /// A directory renamed or replaced after [`Resolver::new`] is not seen

@@ -84,8 +84,9 @@ pub struct FastcgiBody {
     /// Where the connection is in the addresses of the server in use (a
     /// name's).
     tried: Tried,
-    /// What to log next (attempts that failed and went on).
-    notes: Vec<String>,
+    /// What to log next, at what level (attempts that failed and went
+    /// on).
+    notes: Vec<(Level, String)>,
     /// The request's PARAMS records, kept to go again on a new
     /// connection should its kept one turn out closed before any byte of
     /// the answer (an idempotent request without a body; see
@@ -250,10 +251,15 @@ impl FastcgiBody {
         let records = request_records(&params, self.opts.keep.is_some(), true);
         self.outbox.push(&records, false);
         self.outbox.body_end = true;
-        self.notes.push(format!(
-            "{}: {}: {why}; sent again on a new connection",
-            self.opts.label,
-            dial::addr_at(&to, self.tried)
+        // (A warning, not an error: the client gets its answer, and
+        // php-fpm ends its processes after `pm.max_requests` by design.)
+        self.notes.push((
+            Level::Warn,
+            format!(
+                "{}: {}: {why}; sent again on a new connection",
+                self.opts.label,
+                dial::addr_at(&to, self.tried)
+            ),
         ));
         true
     }
@@ -302,11 +308,14 @@ impl FastcgiBody {
             let was = self.answered.addr().map(|a| a.to_string());
             self.tried = to.tried();
             self.answered.to(dial::addr_at(&to, self.tried));
-            self.notes.push(format!(
-                "{}: {}: {why}; sent to {}",
-                self.opts.label,
-                was.unwrap_or_default(),
-                dial::addr_at(&to, self.tried)
+            self.notes.push((
+                Level::Error,
+                format!(
+                    "{}: {}: {why}; sent to {}",
+                    self.opts.label,
+                    was.unwrap_or_default(),
+                    dial::addr_at(&to, self.tried)
+                ),
             ));
             match dial::connect(&to, self.tried) {
                 Ok(sock) => {
@@ -554,8 +563,8 @@ impl Produce for FastcgiBody {
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {
-        for note in self.notes.drain(..) {
-            cx.log.log(Level::Error, format_args!("{note}"));
+        for (level, note) in self.notes.drain(..) {
+            cx.log.log(level, format_args!("{note}"));
         }
         if self.stopped {
             log_stderr(&self.opts.label, &mut self.stderr_line, cx.log);

@@ -23,7 +23,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::config::FastcgiRule;
+use crate::config::{CgiRule, FastcgiRule};
 use crate::handlers::protected::Protected;
 use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
@@ -66,6 +66,9 @@ pub struct Scripts {
     site: Root,
     /// `[static] index`.
     static_index: Vec<String>,
+    /// The site's `[[cgi]]` rules, whose URLs the `fallback` leaves to
+    /// them (their stage comes after this one).
+    cgi: Vec<CgiRule>,
     /// The scripts found lately.
     checked: Checked,
 }
@@ -129,13 +132,15 @@ impl Checked {
 
 impl Scripts {
     /// Opens the roots of `rules` (the site's `root` for those without
-    /// one); `static_index` are the site's `[static] index` names. Up to
-    /// `cache` scripts found are remembered, each for `valid`
-    /// (`[static] open_file_cache` and `open_file_cache_valid`).
+    /// one); `static_index` are the site's `[static] index` names, `cgi`
+    /// its `[[cgi]]` rules. Up to `cache` scripts found are remembered,
+    /// each for `valid` (`[static] open_file_cache` and
+    /// `open_file_cache_valid`).
     pub fn new(
         rules: &[FastcgiRule],
         site_root: &Path,
         static_index: &[String],
+        cgi: &[CgiRule],
         (cache, valid): (usize, Duration),
     ) -> io::Result<Self> {
         let mut roots = Vec::with_capacity(rules.len());
@@ -148,6 +153,7 @@ impl Scripts {
             roots,
             site: Root::open(site_root, false)?,
             static_index: static_index.to_vec(),
+            cgi: cgi.to_vec(),
             checked: Checked {
                 per_rule: rules.iter().map(|_| HashMap::default()).collect(),
                 capacity: cache,
@@ -212,7 +218,7 @@ impl Scripts {
                     path_info: info,
                 }),
                 Err(Found::Refused(Status::NOT_FOUND, ..)) if has_fallback => {
-                    self.fallback(i, protected, now)
+                    self.fallback(i, path, protected, now)
                 }
                 // (A directory without the rule's index: the static
                 // stage's, as any directory.)
@@ -231,15 +237,21 @@ impl Scripts {
         match self.site.stat(rel) {
             Ok((_, m)) if m.kind == Kind::File => Found::No,
             Ok((_, m)) if m.kind == Kind::Dir && !path.ends_with(b"/") => Found::No,
-            _ => self.fallback(i, protected, now),
+            _ => self.fallback(i, path, protected, now),
         }
     }
 
-    /// The rule's `fallback` script; a 404 when it is missing too.
-    fn fallback(&mut self, i: usize, protected: &Protected, now: Instant) -> Found {
+    /// The rule's `fallback` script for `path`; a 404 when it is missing
+    /// too. A path under a `[[cgi]]` rule's `url` is that rule's (as
+    /// nginx's `location /cgi-bin/` wins over `location /`): the CGI
+    /// stage answers it, running its script or refusing.
+    fn fallback(&mut self, i: usize, path: &[u8], protected: &Protected, now: Instant) -> Found {
         let Some(name) = &self.rules[i].fallback else {
             return Found::No;
         };
+        if crate::handlers::cgi::takes_url(&self.cgi, path) {
+            return Found::No;
+        }
         let checked = &mut self.checked;
         match lookup(&self.roots[i], checked, i, name.as_bytes(), protected, now) {
             Ok(filename) => Found::Script(Script {
@@ -354,7 +366,7 @@ mod tests {
         );
         let cfg = crate::config::rules::from_toml(&toml).unwrap();
         let valid = std::time::Duration::from_secs(1);
-        let s = super::Scripts::new(&cfg.site.fastcgi, &dir, &[], (cache, valid)).unwrap();
+        let s = super::Scripts::new(&cfg.site.fastcgi, &dir, &[], &[], (cache, valid)).unwrap();
         (s, dir)
     }
 

@@ -12,10 +12,28 @@ pub fn connect(to: &Upstream, tried: Tried) -> io::Result<OwnedFd> {
     match to {
         Upstream::Tcp { addr, .. } => connect_tcp(to.address(tried).unwrap_or(*addr)),
         Upstream::Unix(path) => {
-            let sock = mio::net::UnixStream::connect(path)?;
+            let sock = mio::net::UnixStream::connect(path).map_err(unix_refused)?;
             Ok(OwnedFd::from(std::os::unix::net::UnixStream::from(sock)))
         }
     }
+}
+
+/// A unix socket's `EACCES` says what to change: the socket belongs to
+/// the application's user (Debian's php-fpm makes its socket
+/// `www-data:www-data 0660`), and brisk serves as another (`nobody`
+/// when started as root with no `user`).
+fn unix_refused(e: io::Error) -> io::Error {
+    if e.raw_os_error() != Some(libc::EACCES) {
+        return e;
+    }
+    io::Error::new(
+        e.kind(),
+        format!(
+            "{e}: the user brisk serves as may not write to the socket; let it (php-fpm: \
+             listen.owner, listen.group and listen.mode in the pool), or serve as a user or \
+             group that may (user = \"www-data\")"
+        ),
+    )
 }
 
 /// A non-blocking TCP connection to `addr`, under way.

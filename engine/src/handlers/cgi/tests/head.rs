@@ -254,14 +254,23 @@ fn oversize_block_is_an_error() {
     let mut big = b"Content-Type: text/plain\nX-Pad: ".to_vec();
     big.extend(std::iter::repeat_n(b'a', 200));
     // Incomplete and already over the limit.
-    assert_eq!(parse_head(&big, 100), Err("CGI header block too large"));
+    assert_eq!(
+        parse_head(&big, 100),
+        Err("CGI header block larger than limits.cgi_header_bytes")
+    );
     // Complete but over the limit.
     big.extend_from_slice(b"\n\n");
-    assert_eq!(parse_head(&big, 100), Err("CGI header block too large"));
+    assert_eq!(
+        parse_head(&big, 100),
+        Err("CGI header block larger than limits.cgi_header_bytes")
+    );
     // Exactly at the limit is fine; the body does not count.
     let small = b"Content-Type: a/b\n\nbody bytes beyond the limit";
     assert!(parse_head(small, 19).unwrap().is_some());
-    assert_eq!(parse_head(small, 18), Err("CGI header block too large"));
+    assert_eq!(
+        parse_head(small, 18),
+        Err("CGI header block larger than limits.cgi_header_bytes")
+    );
     // Incomplete and within the limit: wait.
     assert_eq!(parse_head(b"Content-Type: a/b\n", 19), Ok(None));
 }
