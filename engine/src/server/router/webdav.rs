@@ -141,9 +141,7 @@ impl Router {
                     webdav::Conditions::of(req),
                 ) {
                     Started::Answer(plan) => plan,
-                    Started::Upload(put)
-                        if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) =>
-                    {
+                    Started::Upload(put) if req.bodiless() => {
                         let mut put = put;
                         let body = put.take_body();
                         self.finish_put(put, body, routing)
