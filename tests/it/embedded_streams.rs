@@ -489,18 +489,21 @@ fn a_registered_handler_is_mounted_once_per_entry_with_its_own_config() {
 #[test]
 fn an_unknown_name_or_a_failing_init_stops_the_start() {
     let dir = TempDir::new("streams");
-    let mut cfg = Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        site: brisk::config::SiteConfig {
-            root: dir.path.canonicalize().unwrap(),
-            ..Config::default().site
-        },
-        workers: 1,
-        ..Config::default()
+    let config = || {
+        let mut cfg = Config {
+            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            site: brisk::config::SiteConfig {
+                root: dir.path.canonicalize().unwrap(),
+                ..Config::default().site
+            },
+            workers: 1,
+            ..Config::default()
+        };
+        cfg.log.access = LogTarget::Off;
+        cfg.log.error = LogTarget::Off;
+        cfg
     };
-    cfg.log.access = LogTarget::Off;
-    cfg.log.error = LogTarget::Off;
-    let logs = LogService::start(&cfg.log).unwrap();
+    let logs = LogService::start(&config().log).unwrap();
     for (rules, want) in [
         (
             vec![rule("/g", "greetr", Some("x"))],
@@ -521,7 +524,7 @@ fn an_unknown_name_or_a_failing_init_stops_the_start() {
             "site.toml:7: handlers[1].handler: the handler \"greeter\" at /code/x would never answer: the one at /code/ before it takes every path there (the first match answers: list the longer path first)",
         ),
     ] {
-        let mut cfg = cfg.clone();
+        let mut cfg = config();
         cfg.site.handlers = rules;
         let mut server = Server::bind(cfg).unwrap();
         server.register("greeter", Greeter::default()).unwrap();

@@ -398,12 +398,14 @@ impl Config {
     /// and such a pid file `None` (it cannot be removed), so that nothing
     /// opens or unlinks a same-named file inside the jail by mistake. The
     /// configuration file is `None`: a jailed server does not reload.
-    /// Without `chroot`, a copy.
-    pub fn in_jail(&self) -> Config {
-        let mut c = self.clone();
-        let Some(jail) = &self.chroot else {
-            return c;
+    /// Without `chroot`, unchanged. In place: the server's configuration
+    /// is not `Clone`, and the view from outside is not needed after.
+    pub fn rebase_in_jail(&mut self) {
+        let Some(chroot) = self.chroot.take() else {
+            return;
         };
+        let jail = chroot.as_path();
+        let c = &mut *self;
         let rebase = |p: &mut PathBuf| {
             if let Some(q) = inside(p, jail) {
                 *p = q;
@@ -464,7 +466,7 @@ impl Config {
         c.pid_file = c.pid_file.as_deref().and_then(|p| inside(p, jail));
         // No reload from inside a jail: the file's paths are outside it.
         c.config_file = None;
-        c
+        self.chroot = Some(chroot);
     }
 }
 
@@ -489,17 +491,21 @@ mod tests {
 
     #[test]
     fn config_in_jail() {
-        let mut c = Config {
-            chroot: Some(PathBuf::from("/srv/jail")),
-            pid_file: Some(PathBuf::from("/run/brisk.pid")),
-            log: super::super::LogConfig {
-                access: LogTarget::File(PathBuf::from("/srv/jail/log/access.log")),
-                ..Config::default().log
-            },
-            ..Config::default()
+        let jailed = |access: &str| {
+            let mut c = Config {
+                chroot: Some(PathBuf::from("/srv/jail")),
+                pid_file: Some(PathBuf::from("/run/brisk.pid")),
+                log: super::super::LogConfig {
+                    access: LogTarget::File(PathBuf::from(access)),
+                    ..Config::default().log
+                },
+                ..Config::default()
+            };
+            c.site.root = PathBuf::from("/srv/jail/www");
+            c.rebase_in_jail();
+            c
         };
-        c.site.root = PathBuf::from("/srv/jail/www");
-        let j = c.in_jail();
+        let j = jailed("/srv/jail/log/access.log");
         assert_eq!(j.site.root, PathBuf::from("/www"));
         assert_eq!(
             j.log.access,
@@ -507,17 +513,11 @@ mod tests {
         );
         assert_eq!(j.pid_file, None, "outside the jail");
         assert_eq!(j.log.error, LogTarget::Stderr);
-        let outside_log = Config {
-            log: super::super::LogConfig {
-                access: LogTarget::File(PathBuf::from("/var/log/a.log")),
-                ..c.log.clone()
-            },
-            ..c.clone()
-        };
-        assert_eq!(outside_log.in_jail().log.access, LogTarget::Off);
-        assert_eq!(
-            Config::default().in_jail().site.root,
-            Config::default().site.root
-        );
+        assert_eq!(j.chroot, Some(PathBuf::from("/srv/jail")));
+        assert_eq!(j.config_file, None);
+        assert_eq!(jailed("/var/log/a.log").log.access, LogTarget::Off);
+        let mut free = Config::default();
+        free.rebase_in_jail();
+        assert_eq!(free.site.root, Config::default().site.root);
     }
 }

@@ -78,8 +78,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The whole server configuration, validated.
-#[derive(Debug, Clone)]
+/// The whole server configuration, validated. Made once per load and
+/// shared (`Arc`); `Clone` only with WebDAV, whose trees may need their
+/// names' case folded again while serving (a filesystem mounted beneath
+/// one): elsewhere nothing copies it (see [`RestartOnly`] and
+/// [`Config::rebase_in_jail`]), and the copy's code is ~13 KiB.
+#[derive(Debug)]
+#[cfg_attr(feature = "webdav", derive(Clone))]
 pub struct Config {
     /// Addresses to listen on (IPv4 and IPv6).
     pub listen: Vec<SocketAddr>,
@@ -167,7 +172,8 @@ pub enum UnknownHost {
 /// What one site serves and how: the per-site part of the configuration,
 /// read by the same code from the top level (the default site) and from
 /// each `[[site]]` table.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
+#[cfg_attr(feature = "webdav", derive(Clone))]
 pub struct SiteConfig {
     /// Host names this site answers (`hosts`): lower case, without a
     /// trailing dot or a port; `*.example.org` matches any name below
@@ -945,7 +951,7 @@ pub type Unreadable = Box<dyn std::error::Error + Send + Sync>;
 /// What the command line asks for.
 // Made once per process, so the size of `Run` is not worth a box.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Command {
     /// Serve with this configuration.
     Run(Config),
@@ -970,17 +976,63 @@ pub enum Command {
 
 impl Config {
     /// The keys whose values differ between `self` and `new` but only
-    /// take effect at start: the process's identity and confinement, its
-    /// log files, and the listeners' shape (one socket per worker).
-    /// Compare configurations as loaded, before the server fills in a
-    /// default user.
+    /// take effect at start (see [`RestartOnly`]). Compare configurations
+    /// as loaded, before the server fills in a default user.
     pub fn restart_only_changes(&self, new: &Config) -> Vec<&'static str> {
-        let a = self;
-        let b = new;
-        // The ACME thread's HTTPS client is made at start, with the roots
-        // read then (the sandbox may not let it read them again).
-        let ca_roots =
-            matches!((a.acme(), b.acme()), (Some(x), Some(y)) if x.ca_roots != y.ca_roots);
+        self.restart_only().changes(&new.restart_only())
+    }
+
+    /// What only a restart can change, as this configuration has it.
+    pub fn restart_only(&self) -> RestartOnly {
+        RestartOnly {
+            workers: self.workers,
+            daemon: self.daemon,
+            pid_file: self.pid_file.clone(),
+            user: self.user.clone(),
+            group: self.group.clone(),
+            chroot: self.chroot.clone(),
+            allow_root: self.allow_root,
+            sandbox: self.sandbox,
+            upgrade: self.upgrade,
+            access_log: self.log.access.clone(),
+            error_log: self.log.error.clone(),
+            ca_roots: self.acme().map(|a| a.ca_roots.clone()),
+            defer_accept: self.timeouts.defer_accept,
+        }
+    }
+}
+
+/// The settings that only take effect at start: the process's identity
+/// and confinement, its log files, and the listeners' shape (one socket
+/// per worker). The server keeps those it started with (not the whole
+/// configuration, which is not `Clone`: one copy of each site's rules is
+/// enough) and refuses a reload that changes one.
+#[derive(Debug)]
+pub struct RestartOnly {
+    workers: usize,
+    daemon: bool,
+    /// `pid_file`, which the server removes when it stops.
+    pub pid_file: Option<PathBuf>,
+    user: Option<User>,
+    group: Option<Group>,
+    /// `chroot`: a jailed server does not reload.
+    pub chroot: Option<PathBuf>,
+    allow_root: bool,
+    sandbox: bool,
+    upgrade: bool,
+    access_log: LogTarget,
+    error_log: LogTarget,
+    // The ACME thread's HTTPS client is made at start, with the roots
+    // read then (the sandbox may not let it read them again).
+    ca_roots: Option<Vec<PathBuf>>,
+    defer_accept: Duration,
+}
+
+impl RestartOnly {
+    /// The keys whose values differ between `self` (as started) and `new`.
+    pub fn changes(&self, new: &RestartOnly) -> Vec<&'static str> {
+        let (a, b) = (self, new);
+        let ca_roots = matches!((&a.ca_roots, &b.ca_roots), (Some(x), Some(y)) if x != y);
         [
             (a.workers != b.workers, "workers"),
             (a.daemon != b.daemon, "daemon"),
@@ -991,13 +1043,10 @@ impl Config {
             (a.allow_root != b.allow_root, "allow_root"),
             (a.sandbox != b.sandbox, "sandbox"),
             (a.upgrade != b.upgrade, "upgrade"),
-            (a.log.access != b.log.access, "log.access"),
-            (a.log.error != b.log.error, "log.error"),
+            (a.access_log != b.access_log, "log.access"),
+            (a.error_log != b.error_log, "log.error"),
             (ca_roots, "acme.ca_roots"),
-            (
-                a.timeouts.defer_accept != b.timeouts.defer_accept,
-                "timeouts.defer_accept",
-            ),
+            (a.defer_accept != b.defer_accept, "timeouts.defer_accept"),
         ]
         .into_iter()
         .filter_map(|(changed, key)| changed.then_some(key))

@@ -253,7 +253,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     let _ = sys::process::cloexec_inherited();
     // As loaded, before a default user is filled in: what a reload's
     // configuration is compared with.
-    let loaded = cfg.clone();
+    let loaded = cfg.restart_only();
     if let Some(note) = confine::default_user(&mut cfg) {
         console::say(format_args!("{note}"));
     }

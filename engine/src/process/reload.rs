@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::config::{Config, Level, Reload};
+use crate::config::{Level, Reload, RestartOnly};
 use crate::log::{LogService, Logger};
 use crate::server::Running;
 use crate::sys::privileged::Privileged;
@@ -18,7 +18,7 @@ use super::{url, Error};
 /// manager.
 pub(super) fn on_hangup(
     reload: Option<&Reload>,
-    loaded: &Config,
+    loaded: &RestartOnly,
     confined: &Confined,
     running: &mut Running,
     logs: &LogService,
@@ -72,7 +72,7 @@ pub(super) fn on_hangup(
 /// start).
 fn reload_config(
     reload: Option<&Reload>,
-    loaded: &Config,
+    loaded: &RestartOnly,
     sandboxes: Option<&Sandboxes>,
     privileged: Option<&Privileged>,
     running: &mut Running,
@@ -93,7 +93,7 @@ fn reload_config(
     // Sockets systemd passed stay the listeners of a configuration that
     // names none, as at start.
     running.adopt(&mut cfg)?;
-    let changed = loaded.restart_only_changes(&cfg);
+    let changed = loaded.changes(&cfg.restart_only());
     if !changed.is_empty() {
         return Err(Error::RestartOnly(changed));
     }

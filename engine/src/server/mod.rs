@@ -193,16 +193,20 @@ impl Server {
         })
     }
 
-    /// Replaces the configuration with `cfg` (the same one as seen from
-    /// inside a chroot) and opens the document root again by its path
-    /// there. Call it after `chroot` and before [`Server::start`].
-    pub fn rebase(&mut self, cfg: Config) -> Result<(), Error> {
-        let cfg = Arc::new(cfg);
+    /// Sees the configuration from inside its chroot
+    /// ([`Config::rebase_in_jail`]) and opens the document root again by
+    /// its path there. Call it after `chroot` and before [`Server::start`].
+    pub fn rebase_in_jail(&mut self) -> Result<(), Error> {
         // The files as seen from outside the jail (their identities are
         // the same inside it).
         let protected = Arc::clone(self.files[0].protected());
-        self.files = open_root(&cfg, true, &protected)?;
-        self.cfg = cfg;
+        // The document roots share the configuration: once they are
+        // gone, it is this server's alone to change.
+        self.files = Arc::from(Vec::new());
+        Arc::get_mut(&mut self.cfg)
+            .expect("the configuration is shared before the server starts")
+            .rebase_in_jail();
+        self.files = open_root(&self.cfg, true, &protected)?;
         Ok(())
     }
 

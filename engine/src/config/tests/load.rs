@@ -443,7 +443,8 @@ fn chroot_must_hold_the_root_and_cgi() {
     let c = run_config(&ok);
     let jail = dir.path().join("jail").canonicalize().unwrap();
     assert_eq!(c.chroot.as_deref(), Some(jail.as_path()));
-    let inside = c.in_jail();
+    let mut inside = c;
+    inside.rebase_in_jail();
     assert_eq!(inside.site.root, std::path::PathBuf::from("/www"));
     assert_eq!(inside.temp_dir, std::path::PathBuf::from("/tmp"));
     // CGI needs a temp_dir inside the jail (the default is outside).
@@ -483,11 +484,9 @@ fn chroot_must_hold_the_root_and_cgi() {
             format!("root = \"jail/www\"\nchroot = \"jail\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{root}\"\n")
         };
         let in_dav = dir.write("dav.toml", &dav("jail/dav"));
-        let c = run_config(&in_dav);
-        assert_eq!(
-            c.in_jail().site.webdav[0].root,
-            std::path::PathBuf::from("/dav")
-        );
+        let mut c = run_config(&in_dav);
+        c.rebase_in_jail();
+        assert_eq!(c.site.webdav[0].root, std::path::PathBuf::from("/dav"));
         let out_dav = dir.write("dav-out.toml", &dav("outside/dav"));
         let e = config_err(&out_dav);
         assert!(
@@ -507,8 +506,8 @@ fn chroot_must_hold_the_root_and_cgi() {
         };
         let sock = real.join("jail/run/php.sock");
         let ok = dir.write("f.toml", &fcgi(sock.to_str().unwrap(), "jail/www"));
-        let c = run_config(&ok);
-        let inside = c.in_jail();
+        let mut inside = run_config(&ok);
+        inside.rebase_in_jail();
         let rule = &inside.site.fastcgi[0];
         assert_eq!(
             rule.to,
@@ -540,8 +539,8 @@ fn chroot_must_hold_the_root_and_cgi() {
             )
         };
         let ok = dir.write("a.toml", &acme("jail/acme"));
-        let c = run_config(&ok);
-        let inside = c.in_jail();
+        let mut inside = run_config(&ok);
+        inside.rebase_in_jail();
         assert_eq!(
             inside.acme.unwrap().storage,
             std::path::PathBuf::from("/acme")

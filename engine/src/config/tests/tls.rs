@@ -236,6 +236,8 @@ fn check_config_says_where_a_tls_section_without_an_address_serves() {
     );
 }
 
+// The report of what will serve is the feature `ops`'s.
+#[cfg(feature = "ops")]
 #[test]
 fn check_config_shows_the_certificates() {
     let dir = site();

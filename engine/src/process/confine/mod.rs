@@ -16,7 +16,7 @@ mod allowed;
 mod sandbox;
 
 pub use allowed::Sandboxes;
-pub use sandbox::{confine_privileged, confine_server, prepare, Plan};
+pub use sandbox::{confine_privileged, prepare, server_notes, Plan};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -70,7 +70,7 @@ pub fn check_identity(cfg: &Config) -> Result<(), Error> {
 }
 
 /// `chroot` to the configured directory, if any; the caller then sees
-/// its configuration through [`Config::in_jail`].
+/// its configuration through [`Config::rebase_in_jail`].
 pub fn enter_jail(cfg: &Config) -> Result<bool, Error> {
     let Some(jail) = &cfg.chroot else {
         return Ok(false);
@@ -100,30 +100,32 @@ pub struct Confined {
 /// rules take descriptors), `chroot`, the user switch, the CGI launcher
 /// forked and confined, and the server's own sandbox.
 pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confined, Error> {
-    // Owned: `server` is rebased on the configuration as seen from inside
-    // the chroot below.
-    let cfg = server.config().clone();
-    let helper = start_privileged(&cfg, logs)?;
+    let helper = start_privileged(server.config(), logs)?;
     let privileged = helper.is_some();
     if let Some(helper) = &helper {
         server.set_privileged(Arc::clone(helper));
     }
+    let cfg = server.config();
     let plans = if cfg.sandbox {
         let mut programs = Vec::new();
-        for set in sandbox::writable_sets(&cfg) {
-            let plan = prepare(&cfg, Some(&set), privileged)?;
+        for set in sandbox::writable_sets(cfg) {
+            let plan = prepare(cfg, Some(&set), privileged)?;
             programs.push((set, plan));
         }
-        Some((prepare(&cfg, None, privileged)?, programs))
+        let plan = prepare(cfg, None, privileged)?;
+        let plan_notes = server_notes(cfg, &plan, privileged);
+        Some((plan, plan_notes, programs))
     } else {
         None
     };
     let mut notes = Notes::new();
-    if enter_jail(&cfg)? {
-        server.rebase(cfg.in_jail())?;
+    if enter_jail(cfg)? {
+        server.rebase_in_jail()?;
     }
-    switch_user(&cfg, &mut notes)?;
-    let Some((plan, programs)) = plans else {
+    // From here on, paths as seen from inside the jail.
+    let cfg = server.config();
+    switch_user(cfg, &mut notes)?;
+    let Some((plan, plan_notes, programs)) = plans else {
         return Ok(Confined {
             notes,
             sandboxes: None,
@@ -135,17 +137,19 @@ pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confin
     // set of writable directories, since a sandbox is per process.
     let mut launcher_allows = Vec::new();
     if !programs.is_empty() {
+        let timeout = cfg.timeouts.cgi;
         let mut launchers = Launchers::default();
         for (set, plan) in programs {
             launcher_allows.push((set.clone(), plan.allowed()));
-            let launcher = Launcher::start(cfg.timeouts.cgi, || plan.apply(&mut Notes::new()))
+            let launcher = Launcher::start(timeout, || plan.apply(&mut Notes::new()))
                 .map_err(Error::Launcher)?;
             launchers.add(set, launcher);
         }
         server.set_launchers(Arc::new(launchers));
     }
     let server_allows = plan.allowed();
-    confine_server(&cfg, plan, privileged, &mut notes)?;
+    notes.extend(plan_notes);
+    plan.apply(&mut notes)?;
     Ok(Confined {
         notes,
         sandboxes: Some(Sandboxes {

@@ -718,14 +718,11 @@ fn writes_webdav(cfg: &Config) -> bool {
     SiteConfig::all(cfg).any(|site| site.webdav.iter().any(|r| !r.read_only))
 }
 
-/// Applies `plan` as the server's own sandbox, with the notes that go
-/// with it.
-pub fn confine_server(
-    cfg: &Config,
-    plan: Plan,
-    privileged: bool,
-    notes: &mut Notes,
-) -> Result<(), Error> {
+/// The notes that go with `plan` as the server's own sandbox (what it
+/// lets the server write, by the paths as seen from outside a chroot:
+/// ask before entering it).
+pub fn server_notes(cfg: &Config, plan: &Plan, privileged: bool) -> Notes {
+    let mut notes = Notes::new();
     if cfg.any_cgi() {
         notes.push((
             Level::Info,
@@ -737,9 +734,9 @@ pub fn confine_server(
         for set in writable_sets(cfg) {
             rules.extend(writable_rules(cfg, &set));
         }
-        note_writable_trees(&rules, notes);
+        note_writable_trees(&rules, &mut notes);
     }
-    plan.apply(notes)
+    notes
 }
 
 /// Confines `brisk-priv`, in it, just after the fork: it keeps only the

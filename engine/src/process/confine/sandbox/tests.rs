@@ -477,11 +477,14 @@ fn the_acme_thread_connects_nowhere_when_it_asks_no_ca() {
         eab_hmac_key_file: None,
         unordered: Vec::new(),
     };
-    let mut local = Config::default();
-    local.site.root = dir.join("www");
-    local.acme = Some(acme(&[], &["localhost", "127.0.0.1"]));
-    let mut public = local.clone();
-    public.acme = Some(acme(&["a.test"], &["localhost"]));
+    let config = |acme| {
+        let mut c = Config::default();
+        c.site.root = dir.join("www");
+        c.acme = Some(acme);
+        c
+    };
+    let local = config(acme(&[], &["localhost", "127.0.0.1"]));
+    let public = config(acme(&["a.test"], &["localhost"]));
 
     let plan = prepare(&local, None, false).unwrap();
     let calls = plan.system_calls();
