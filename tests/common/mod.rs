@@ -1184,7 +1184,8 @@ impl Client {
             Err(e) if e.kind() == ErrorKind::Interrupted => true,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 panic!(
-                    "read timed out after {IO_TIMEOUT:?}; unread so far: {:?}",
+                    "read timed out after {:?}; unread so far: {:?}",
+                    self.stream.read_timeout().ok().flatten(),
                     String::from_utf8_lossy(&self.buf)
                 )
             }
