@@ -118,6 +118,15 @@ fn reload_config(
             {
                 return Err(Error::ListenNeedsRestart(*addr));
             }
+            // (HTTP/3's UDP sockets likewise: a new TLS address, or HTTP/3
+            // turned on for one that had none.)
+            #[cfg(feature = "http3")]
+            if cfg.http3.enable {
+                let mut tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
+                if let Some(addr) = tls.find(|a| !running.quic_on(a)) {
+                    return Err(Error::QuicNeedsRestart(*addr));
+                }
+            }
         }
     }
     Ok(running.reload(cfg, logs)?)
