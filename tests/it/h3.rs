@@ -1412,3 +1412,138 @@ fn streams_that_never_get_a_window_cannot_take_every_descriptor() {
     drop((one_in, two_in));
     let _ = (one.kill(), two.kill(), one.wait(), two.wait());
 }
+
+/// `requests` on one QUIC connection to 127.0.0.1:`port` (as [`h3`]).
+fn h3_at(port: u16, requests: Value) -> Value {
+    let spec = json!({
+        "port": port,
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "requests": requests,
+        "timeout": 20,
+    });
+    answer("client.py", &spec)
+}
+
+/// The `nobody` account's ids, when the tests run as root (else the test
+/// skips, saying so).
+fn nobody() -> Option<(u32, u32)> {
+    let nobody = brisk::sys::privileges::lookup_user("nobody").ok().flatten();
+    match nobody {
+        Some(a) if brisk::sys::privileges::euid() == 0 => Some((a.uid, a.gid)),
+        _ => {
+            skip("needs root and a nobody user");
+            None
+        }
+    }
+}
+
+/// A configuration serving HTTPS on 127.0.0.1 at each of `ports`, with
+/// HTTP/3 if `h3`, logging at `info` (the reload's lines), and `extra`
+/// at the top.
+fn tls_ports(ports: &[u16], h3: bool, extra: &str) -> String {
+    let listen: Vec<String> = ports.iter().map(|p| format!("\"127.0.0.1:{p}\"")).collect();
+    format!(
+        "{extra}\n[log]\nlevel = \"info\"\n[tls]\nlisten = [{}]\n[[tls.certificate]]\ncert = \"{}\"\nkey = \"{}\"\n[http3]\nenable = {h3}\n",
+        listen.join(", "),
+        testdata("a.pem").display(),
+        testdata("a.key").display()
+    )
+}
+
+/// Writes `cfg` as `s`'s configuration, reloads, and waits until the
+/// error log says how the `n`th reload went; the error log then.
+fn reload_with(s: &Server, cfg: &str, n: usize) -> String {
+    std::fs::write(s.base.path.join("brisk.toml"), cfg).expect("config");
+    s.signal(libc::SIGHUP);
+    let done = |log: &str| {
+        log.matches("SIGHUP: configuration reloaded").count()
+            + log
+                .matches("still serving the previous configuration")
+                .count()
+    };
+    crate::common::wait_until("the reload", || done(&s.stderr()) >= n);
+    s.stderr()
+}
+
+/// Started as root, brisk serves as nobody, with the sandbox on: its
+/// seccomp filter keeps it from opening sockets, so `brisk-priv` binds
+/// the listen addresses a reload adds. It bound the TCP socket of a new
+/// `[tls] listen` address but not its UDP ones for HTTP/3, which the
+/// server then tried itself: the reload failed with "cannot listen on
+/// 127.0.0.1:PORT: Operation not permitted", and so did one that turned
+/// HTTP/3 back on after a reload had turned it off. Both are bound
+/// through the helper now, and served.
+#[test]
+fn http3_on_what_a_reload_adds_is_bound_through_the_helper() {
+    if !aioquic() || nobody().is_none() {
+        return;
+    }
+    let (first, second) = (crate::common::free_port(), crate::common::free_port());
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config(&tls_ports(&[first], true, "user = \"nobody\""))
+        .listeners(2);
+    let s = b.start();
+    let get = json!([{"method": "GET", "path": "/index.html"}]);
+    assert_eq!(text(&h3_at(first, get.clone())["responses"][0]), "hello\n");
+    let err = reload_with(
+        &s,
+        &tls_ports(&[first, second], true, "user = \"nobody\""),
+        1,
+    );
+    let added = format!("[info] SIGHUP: now also listening on https://127.0.0.1:{second}/");
+    assert!(err.contains(&added), "{err}");
+    assert_eq!(text(&h3_at(second, get.clone())["responses"][0]), "hello\n");
+    // HTTP/3 off (its UDP sockets go with the previous workers), then on
+    // again: new UDP sockets, through the helper.
+    let off = tls_ports(&[first, second], false, "user = \"nobody\"");
+    let err = reload_with(&s, &off, 2);
+    assert_eq!(
+        err.matches("SIGHUP: configuration reloaded").count(),
+        2,
+        "{err}"
+    );
+    let on = tls_ports(&[first, second], true, "user = \"nobody\"");
+    let err = reload_with(&s, &on, 3);
+    assert_eq!(
+        err.matches("SIGHUP: configuration reloaded").count(),
+        3,
+        "{err}"
+    );
+    assert!(!err.contains("[error]"), "{err}");
+    for port in [first, second] {
+        assert_eq!(text(&h3_at(port, get.clone())["responses"][0]), "hello\n");
+    }
+}
+
+/// Started as an unprivileged user with the sandbox on, brisk has no
+/// helper to bind for it: a reload that turns HTTP/3 on needs UDP
+/// sockets the sandbox keeps it from opening, and is refused with a line
+/// that says so and names the way out (it said only "cannot listen on
+/// 127.0.0.1:PORT: Operation not permitted", with the TCP socket there).
+#[test]
+fn a_reload_that_needs_a_quic_socket_under_the_sandbox_says_why() {
+    let Some((uid, gid)) = nobody() else {
+        return;
+    };
+    let port = crate::common::free_port();
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config(&tls_ports(&[port], false, "")).listeners(2);
+    b.run_as(uid, gid);
+    let s = b.start();
+    let err = reload_with(&s, &tls_ports(&[port], true, ""), 1);
+    let want = format!(
+        "[error] SIGHUP: HTTP/3 on 127.0.0.1:{port} needs a UDP socket, which the sandbox keeps brisk from opening: it needs a restart while the sandbox is on; restart brisk to apply this configuration, or upgrade it in place"
+    );
+    assert!(err.contains(&want), "{err}");
+    assert!(
+        err.contains("still serving the previous configuration"),
+        "{err}"
+    );
+    // The previous configuration serves on.
+    let mut c = s.connect_tls_to(([127, 0, 0, 1], port).into());
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"hello\n");
+}

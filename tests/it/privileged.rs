@@ -300,3 +300,72 @@ fn a_listen_address_added_by_a_reload_is_bound_through_the_helper() {
     // The old address serves on.
     assert_eq!(s.get("/a.txt").body, b"AAAA");
 }
+
+/// Started as root, brisk reads a reloaded configuration as the user it
+/// serves as: brisk-priv reads for it, as root, only the TLS files
+/// configured at start. A key at a new path (0600, root's, as every key
+/// is) and a configuration file only root may read were refused with a
+/// bare "Permission denied", which sent one looking for a mode to fix on
+/// a file as private as the one that works; each line now says why, and
+/// the way out. The previous configuration serves on.
+#[cfg(feature = "tls")]
+#[test]
+fn a_reload_says_why_the_user_brisk_serves_as_cannot_read_a_root_only_file() {
+    if !can_switch() {
+        return;
+    }
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let tls = b.base().join("tls");
+    fs::create_dir(&tls).expect("mkdir");
+    for (from, to) in [("a.pem", "a.pem"), ("a.key", "a.key"), ("a.key", "new.key")] {
+        fs::copy(tls::testdata(from), tls.join(to)).expect("copy");
+        fs::set_permissions(tls.join(to), fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let port = free_port();
+    let cfg = format!(
+        "user = \"nobody\"\n[tls]\nlisten = [\"127.0.0.1:{port}\"]\n[[tls.certificate]]\ncert = \"tls/a.pem\"\nkey = \"tls/a.key\"\n"
+    );
+    b.config(&cfg).listeners(2);
+    let s = b.start();
+    wait_until("the start", || s.stderr().contains("] started "));
+    let config = s.base.path.join("brisk.toml");
+    let refused = |n: usize| {
+        s.signal(libc::SIGHUP);
+        wait_until("the reload", || {
+            s.stderr()
+                .matches("still serving the previous configuration")
+                .count()
+                >= n
+        });
+        let err = s.stderr();
+        err.lines()
+            .rfind(|l| l.contains("SIGHUP"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let nobody = brisk::sys::privileges::lookup_user("nobody")
+        .unwrap()
+        .unwrap()
+        .uid;
+    let way_out = "restart brisk, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), which reads it as root as at start, or make it readable by that user; still serving the previous configuration";
+    fs::write(&config, cfg.replace("tls/a.key", "tls/new.key")).expect("config");
+    let line = refused(1);
+    let key = tls.join("new.key");
+    let want = format!(
+        "tls.certificate[1].key: {}: cannot read it: Permission denied (os error 13): brisk reads it as the user it serves as, \"nobody\" (uid {nobody}), who may not (brisk-priv reads, as root, only the TLS files configured at start); {way_out}",
+        key.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+    fs::write(&config, &cfg).expect("config");
+    fs::set_permissions(&config, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let line = refused(2);
+    let want = format!(
+        "[error] SIGHUP: {}: cannot read the configuration file: Permission denied (os error 13): brisk reads it again as the user it serves as, \"nobody\" (uid {nobody}), who may not (it read it as root at start); {way_out}",
+        config.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+    let mut c = s.connect_tls_to(([127, 0, 0, 1], port).into());
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"AAAA");
+}

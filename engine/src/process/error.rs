@@ -121,6 +121,10 @@ pub enum Error {
     /// The configuration loaded again adds a listen address, which the
     /// sandbox keeps the server from opening.
     ListenNeedsRestart(SocketAddr),
+    /// The configuration loaded again serves HTTP/3 on a TLS address
+    /// that has no UDP socket yet (a new one, or HTTP/3 turned on), which
+    /// the sandbox keeps the server from opening.
+    QuicNeedsRestart(SocketAddr),
     /// The sockets systemd passed (`LISTEN_FDS`) cannot be used.
     SocketActivation(io::Error),
     /// `$NOTIFY_SOCKET` is set but cannot be reached.
@@ -249,6 +253,10 @@ impl std::fmt::Display for Error {
             Error::ListenNeedsRestart(addr) => write!(
                 f,
                 "listen address {addr} needs a restart while the sandbox is on (it keeps brisk from opening sockets); {RESTART}"
+            ),
+            Error::QuicNeedsRestart(addr) => write!(
+                f,
+                "HTTP/3 on {addr} needs a UDP socket, which the sandbox keeps brisk from opening: it needs a restart while the sandbox is on; {RESTART}"
             ),
         }
     }
@@ -443,6 +451,10 @@ mod tests {
             (
                 Error::ListenNeedsRestart("127.0.0.1:8080".parse().unwrap()),
                 format!("listen address 127.0.0.1:8080 needs a restart while the sandbox is on (it keeps brisk from opening sockets); {restart}"),
+            ),
+            (
+                Error::QuicNeedsRestart("127.0.0.1:8443".parse().unwrap()),
+                format!("HTTP/3 on 127.0.0.1:8443 needs a UDP socket, which the sandbox keeps brisk from opening: it needs a restart while the sandbox is on; {restart}"),
             ),
         ];
         for (error, text) in cases {

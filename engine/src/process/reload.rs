@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::config::{Level, Reload, RestartOnly};
+use crate::config::{Config, Level, Reload, RestartOnly};
 use crate::log::{LogService, Logger};
 use crate::server::Running;
 use crate::sys::privileged::Privileged;
@@ -85,11 +85,20 @@ fn reload_config(
     if loaded.chroot.is_some() {
         return Err(Error::ReloadInChroot);
     }
-    let read = |file: &Path| read_tls(file, sandboxes, privileged);
-    let mut cfg = match sandboxes {
+    let who = serving_as(current);
+    let read = |file: &Path| read_tls(file, sandboxes, privileged, &who);
+    let again = match sandboxes {
         Some(s) => reload.load_with(&|file| Ok(s.readable(file)?), &read),
         None => reload.load_with(&|_| Ok(()), &read),
-    }?;
+    };
+    let mut cfg = match again {
+        Ok(cfg) => cfg,
+        // (Started as root: a file only root may read was read at start.)
+        Err(e) => match privileged.and_then(|_| unreadable_config(current, &who)) {
+            Some(why) => return Err(why),
+            None => return Err(e.into()),
+        },
+    };
     // Sockets systemd passed stay the listeners of a configuration that
     // names none, as at start.
     running.adopt(&mut cfg)?;
@@ -118,6 +127,15 @@ fn reload_config(
             {
                 return Err(Error::ListenNeedsRestart(*addr));
             }
+            // (HTTP/3's UDP sockets likewise: a new TLS address, or HTTP/3
+            // turned on for one that had none.)
+            #[cfg(feature = "http3")]
+            if cfg.http3.enable {
+                let mut tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
+                if let Some(addr) = tls.find(|a| !running.quic_on(a)) {
+                    return Err(Error::QuicNeedsRestart(*addr));
+                }
+            }
         }
     }
     Ok(running.reload(cfg, logs)?)
@@ -126,11 +144,15 @@ fn reload_config(
 /// Reads a TLS file a reloaded configuration names: through the
 /// privileged helper when it was granted at start (a key readable by root
 /// only, as at start), else as the server, inside its sandbox (whose
-/// refusal names the way out).
+/// refusal names the way out). A file the helper was not granted and the
+/// server (serving as `who`) may not read is refused with why, and the
+/// way out: the bare "Permission denied" looked like a mode to fix on a
+/// key as private as the one that works.
 fn read_tls(
     file: &Path,
     sandboxes: Option<&Sandboxes>,
     privileged: Option<&Privileged>,
+    who: &str,
 ) -> io::Result<Vec<u8>> {
     if let Some(helper) = privileged {
         match helper.read_tls(file) {
@@ -142,5 +164,46 @@ fn read_tls(
         s.readable(file)
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
     }
-    std::fs::read(file)
+    std::fs::read(file).map_err(|e| match e.kind() {
+        io::ErrorKind::PermissionDenied if privileged.is_some() => io::Error::new(
+            e.kind(),
+            format!(
+                "{e}: brisk reads it as the user it serves as, {who}, who may not \
+                 (brisk-priv reads, as root, only the TLS files configured at start); \
+                 {AS_ROOT}"
+            ),
+        ),
+        _ => e,
+    })
+}
+
+/// The way out for a file only root may read, at a reload of a brisk that
+/// started as root.
+const AS_ROOT: &str = "restart brisk, or upgrade it in place with no connection refused \
+    (brisk --upgrade, or SIGUSR2; upgrade = true, the default), which reads it as root as at \
+    start, or make it readable by that user";
+
+/// The user brisk serves as, for a message: `"nobody" (uid 65534)`.
+fn serving_as(current: &Config) -> String {
+    match &current.user {
+        Some(u) => format!("\"{}\" (uid {})", u.name, u.uid),
+        None => format!("uid {}", crate::sys::privileges::euid()),
+    }
+}
+
+/// Why the configuration file cannot be read again, if that is why the
+/// reload failed: started as root, brisk read it as root, and reads it
+/// again as the user it serves as (`who`), whom its mode may keep out.
+fn unreadable_config(current: &Config, who: &str) -> Option<Error> {
+    let path = current.config_file.as_deref()?;
+    let e = std::fs::File::open(path).err()?;
+    if e.kind() != io::ErrorKind::PermissionDenied {
+        return None;
+    }
+    let message = format!(
+        "{}: cannot read the configuration file: {e}: brisk reads it again as the user it \
+         serves as, {who}, who may not (it read it as root at start); {AS_ROOT}",
+        path.display()
+    );
+    Some(Error::Config(crate::config::ConfigError { message }))
 }

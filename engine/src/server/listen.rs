@@ -99,7 +99,7 @@ pub(super) fn bind_listeners(
                 sockets,
                 speaks,
                 #[cfg(feature = "http3")]
-                udp: quic_sockets(cfg, speaks, (wanted, b.real), &b.udp, workers)?,
+                udp: quic_sockets(cfg, speaks, (wanted, b.real), &b.udp, workers, via)?,
             });
             continue;
         }
@@ -113,7 +113,7 @@ pub(super) fn bind_listeners(
             sockets,
             speaks,
             #[cfg(feature = "http3")]
-            udp: quic_sockets(cfg, speaks, (wanted, real), &[], workers)?,
+            udp: quic_sockets(cfg, speaks, (wanted, real), &[], workers, via)?,
         });
     }
     Ok(out)
@@ -123,7 +123,9 @@ pub(super) fn bind_listeners(
 /// `[http3] enable`: those of `kept` (a reload keeps them, so no datagram
 /// of a live connection reaches a socket that does not know it), or
 /// those an upgrade handed over, or else one per worker, bound with
-/// `SO_REUSEPORT`. None for any other address.
+/// `SO_REUSEPORT` by this process or through `via` (the privileged helper:
+/// at a reload, the server's sandbox keeps it from opening sockets, as
+/// for TCP). None for any other address.
 #[cfg(feature = "http3")]
 fn quic_sockets(
     cfg: &Config,
@@ -131,6 +133,7 @@ fn quic_sockets(
     (wanted, real): (SocketAddr, SocketAddr),
     kept: &[std::net::UdpSocket],
     workers: usize,
+    via: Option<&Privileged>,
 ) -> Result<Vec<std::net::UdpSocket>, Error> {
     if !cfg.http3.enable || speaks != Speaks::Https {
         return Ok(Vec::new());
@@ -144,9 +147,11 @@ fn quic_sockets(
     if !handed.is_empty() {
         return Ok(handed);
     }
-    (0..workers)
-        .map(|_| sys::net::udp(&real, true).map_err(fail))
-        .collect()
+    let udp = |addr: &SocketAddr| match via {
+        Some(helper) => helper.udp(addr),
+        None => sys::net::udp(addr, true),
+    };
+    (0..workers).map(|_| udp(&real).map_err(fail)).collect()
 }
 
 /// Binds `addr` once per worker with `SO_REUSEPORT`, by this process or

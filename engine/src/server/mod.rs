@@ -796,4 +796,12 @@ impl Running {
     pub fn listens_on(&self, addr: &SocketAddr) -> bool {
         self.bound.iter().any(|b| b.wanted == *addr)
     }
+
+    /// Whether `addr` (as configured) is bound with HTTP/3's UDP sockets.
+    #[cfg(feature = "http3")]
+    pub fn quic_on(&self, addr: &SocketAddr) -> bool {
+        self.bound
+            .iter()
+            .any(|b| b.wanted == *addr && !b.udp.is_empty())
+    }
 }

@@ -4,7 +4,8 @@
 //! after a rotation (in a root-owned `/var/log/brisk`, with files that
 //! logrotate `create`s as root), bind a listen address a reload adds (a
 //! port below 1024, or any port while the server's sandbox keeps it from
-//! opening sockets), and remove the pid file when the server stops (or
+//! opening sockets; with HTTP/3, the UDP sockets of a TLS address too),
+//! and remove the pid file when the server stops (or
 //! dies), if it is still the file the server wrote.
 //!
 //! It is forked (see `service`) before the `chroot` and the user switch,
@@ -48,6 +49,10 @@ const LEAVE: u8 = b'X';
 /// Open a granted TLS file (certificate, key, OCSP response) for reading;
 /// the argument is its path.
 const READ_TLS: u8 = b'R';
+/// Bind a UDP socket with `SO_REUSEPORT` (HTTP/3 on a TLS address a
+/// reload adds, or turns HTTP/3 on for), as [`net::udp`] makes it; the
+/// argument is the address as text.
+const UDP: u8 = b'U';
 
 /// Largest request: a path or an address.
 const MAX_REQUEST: usize = 8192;
@@ -106,6 +111,17 @@ impl Privileged {
     ) -> io::Result<TcpListener> {
         self.ask(&listen_msg(addr, reuseport, backlog, defer, bound_unsent))?
             .map(TcpListener::from)
+            .ok_or_else(no_descriptor)
+    }
+
+    /// A UDP socket bound to `addr` with `SO_REUSEPORT`, as [`net::udp`]
+    /// makes it (QUIC's, for HTTP/3).
+    #[cfg(feature = "http3")]
+    pub fn udp(&self, addr: &SocketAddr) -> io::Result<std::net::UdpSocket> {
+        let mut msg = vec![UDP];
+        msg.extend_from_slice(addr.to_string().as_bytes());
+        self.ask(&msg)?
+            .map(std::net::UdpSocket::from)
             .ok_or_else(no_descriptor)
     }
 
@@ -194,6 +210,7 @@ fn serve(sock: OwnedFd, grants: &Grants, written: Option<(u64, u64)>) {
         let (done, answer) = match buf[..n].split_first() {
             Some((&OPEN_LOG, path)) => (false, open_log(grants, path)),
             Some((&LISTEN, arg)) => (false, listen(arg)),
+            Some((&UDP, arg)) => (false, udp(arg)),
             Some((&READ_TLS, path)) => (false, open_tls(grants, path)),
             Some((&FINISH, [])) => (true, remove_pid_file(grants, written).map(|()| None)),
             Some((&LEAVE, [])) => (true, Ok(None)),
@@ -248,6 +265,14 @@ fn listen(arg: &[u8]) -> io::Result<Option<OwnedFd>> {
     Ok(Some(l.into()))
 }
 
+fn udp(arg: &[u8]) -> io::Result<Option<OwnedFd>> {
+    let addr: SocketAddr = std::str::from_utf8(arg)
+        .ok()
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    Ok(Some(net::udp(&addr, true)?.into()))
+}
+
 /// Removes the pid file if it is still the file the server wrote (`written`):
 /// not one a new brisk (an upgrade) wrote since, naming itself.
 fn remove_pid_file(grants: &Grants, written: Option<(u64, u64)>) -> io::Result<()> {
@@ -284,5 +309,23 @@ mod tests {
                 net::tests::getsockopt_int(&conn, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT);
             assert_eq!(value, want, "bound_unsent {bound}");
         }
+    }
+
+    /// A UDP request binds the address with `SO_REUSEPORT`, so that the
+    /// workers' sockets of one address share its datagrams (HTTP/3 on an
+    /// address a reload adds); a request that is no address is refused.
+    #[test]
+    fn a_udp_request_binds_a_reuseport_socket() {
+        let fd = udp(b"127.0.0.1:0").unwrap().expect("a socket");
+        let sock = std::net::UdpSocket::from(fd);
+        let addr = sock.local_addr().unwrap();
+        assert_ne!(addr.port(), 0);
+        let value = net::tests::getsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_REUSEPORT);
+        assert_eq!(value, 1);
+        // (A second one joins it.)
+        let again = udp(addr.to_string().as_bytes()).unwrap();
+        assert!(again.is_some());
+        let bad = udp(b"not an address").unwrap_err();
+        assert_eq!(bad.raw_os_error(), Some(libc::EINVAL));
     }
 }
