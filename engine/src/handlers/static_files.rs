@@ -414,7 +414,23 @@ fn serve_dir(
                     _ => continue,
                 }
             }
-            _ => continue,
+            // A directory of that name is no index file: the next one,
+            // or the listing (as lighttpd does).
+            Ok(e) if e.meta.kind == Kind::Dir => continue,
+            // An index that is there but cannot be served (a FIFO or a
+            // device; unreadable, a link out of the root, no descriptor
+            // left) stands in front of the directory all the same: the
+            // answer is the one the index itself would get (403, 503),
+            // as nginx's, never the listing it was put there to hide.
+            Ok(_) => {
+                s.path.truncate(dir_path_len);
+                return refused(Refusal::NotRegular, Status::FORBIDDEN, s);
+            }
+            Err(e) if lookup_status(&e) == Status::NOT_FOUND => continue,
+            Err(e) => {
+                s.path.truncate(dir_path_len);
+                return lookup_failed(&e, s);
+            }
         };
         if files.programs.contains(&s.rel) {
             s.path.truncate(dir_path_len);
