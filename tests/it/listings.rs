@@ -415,3 +415,74 @@ fn base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// A directory whose index file is there but cannot be served (a FIFO,
+/// a link out of the root, one brisk may not read) answers as the index
+/// would, 403, not with the listing the index was put there to hide (as
+/// nginx); an index that is missing (a dangling link) or is a directory
+/// still leaves the listing.
+#[test]
+fn an_index_that_cannot_be_served_hides_the_listing() {
+    let mut b = Builder::new();
+    for d in ["fifo", "out", "dangling", "dir"] {
+        b.file(&format!("{d}/private-{d}.txt"), b"not for listing");
+    }
+    b.file("dir/index.html/inner.txt", b"x");
+    write_file(&b.base().join("outside/index.html"), b"outside");
+    let root = b.root().to_path_buf();
+    let fifo = std::ffi::CString::new(root.join("fifo/index.html").as_os_str().as_encoded_bytes())
+        .expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    symlink("../../outside/index.html", root.join("out/index.html")).expect("symlink");
+    symlink("nowhere", root.join("dangling/index.html")).expect("symlink");
+    b.config("[static]\nautoindex = true\n");
+    let s = b.start();
+    for d in ["fifo", "out"] {
+        let r = s.get(&format!("/{d}/"));
+        assert_eq!(r.status, 403, "/{d}/: {}", r.text());
+        assert!(!r.text().contains("private-"), "/{d}/: {}", r.text());
+        // The same answer as the index itself gets.
+        assert_eq!(
+            s.get(&format!("/{d}/index.html")).status,
+            403,
+            "/{d}/index.html"
+        );
+    }
+    for d in ["dangling", "dir"] {
+        let r = s.get(&format!("/{d}/"));
+        assert_eq!(r.status, 200, "/{d}/");
+        assert!(
+            r.text().contains(&format!("private-{d}.txt")),
+            "/{d}/: {}",
+            r.text()
+        );
+    }
+}
+
+/// The same for an index the user brisk runs as may not read (needs
+/// root, to start brisk as `nobody`).
+#[test]
+fn an_unreadable_index_hides_the_listing() {
+    use std::os::unix::fs::PermissionsExt;
+    let nobody = brisk::sys::privileges::lookup_user("nobody").ok().flatten();
+    let (Some(_), true) = (nobody, brisk::sys::privileges::euid() == 0) else {
+        skip("needs root and a nobody user");
+        return;
+    };
+    let mut b = Builder::new();
+    b.file("d/private.txt", b"not for listing");
+    b.file("d/index.html", b"<p>the index");
+    std::fs::set_permissions(
+        b.root().join("d/index.html"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    b.config("user = \"nobody\"\n[static]\nautoindex = true\n");
+    let s = b.start();
+    let r = s.get("/d/");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(!r.text().contains("private.txt"), "{}", r.text());
+    // The log names the index, not the directory.
+    s.wait_stderr_line("d/index.html\": cannot be opened: Permission denied");
+}

@@ -565,3 +565,40 @@ fn conditionals_on_a_missing_file_are_404() {
     let r = s.get_with("/missing.txt", "If-Match: *\r\n");
     assert!(r.status == 404 || r.status == 412, "{}", r.status);
 }
+
+/// A file dated before 1970 (an old archive's, a bad clock's) keeps its
+/// time in its entity tag, with a `-` as nginx writes it: every such
+/// file of one size once had the tag `"0-<size>"`, so a new version
+/// dated otherwise before 1970 was answered 304 to the old tag.
+#[test]
+fn a_file_dated_before_1970_has_its_own_tag() {
+    use std::time::{Duration, UNIX_EPOCH};
+    let set = |path: &std::path::Path, before_epoch: u64| {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_modified(UNIX_EPOCH - Duration::from_secs(before_epoch)))
+            .expect("set mtime");
+    };
+    let mut b = Builder::new();
+    b.file("old.txt", b"v1");
+    let path = b.root().join("old.txt");
+    // 1960-01-01T00:00:00Z.
+    set(&path, 315_619_200);
+    b.config("[static]\nopen_file_cache = 0\n");
+    let s = b.start();
+    let r = s.get("/old.txt");
+    assert_eq!(r.status, 200);
+    let first = r.header("ETag").expect("ETag").to_string();
+    assert_eq!(first, "\"-12cff780-2\"");
+    // A new version of the same size, dated 1965.
+    write_file(&path, b"v2");
+    set(&path, 157_766_400);
+    let r = s.get_with("/old.txt", &format!("If-None-Match: {first}\r\n"));
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"v2"[..]));
+    let second = r.header("ETag").expect("ETag").to_string();
+    assert_ne!(second, first);
+    // And brisk matches what it wrote.
+    let r = s.get_with("/old.txt", &format!("If-None-Match: {second}\r\n"));
+    assert_eq!(r.status, 304);
+}

@@ -711,6 +711,40 @@ fn the_default_type_stays_octet_stream() {
     assert_file(&r, b"read me", "application/octet-stream", "", Conn::Close);
 }
 
+/// Under `query_in_filename`, the query is the end of a file name and
+/// may hold a `/` (wget saves `list?p=a/b.html` in a directory
+/// `list?p=a`), but a `..` in it no longer leads out of the prefix (to a
+/// file the `[[access]]` rules, judged on the path alone, never saw),
+/// and a dotfile in it is refused as one in the path.
+#[test]
+fn query_in_filename_cannot_climb_out_or_reach_dotfiles() {
+    let mut b = Builder::new();
+    b.file("mirror/list?p=a/b.html", b"mirrored b");
+    b.file("mirror/list?p=a/.env", b"dotfile");
+    b.file("admin/secret.txt", b"admin only");
+    b.file(".git/config", b"git secret");
+    b.config(
+        "[static]\nquery_in_filename = [\"/mirror/\"]\n\
+         [[access]]\npath = \"/admin/\"\ndeny = [\"all\"]\n",
+    );
+    let s = b.start();
+    let r = s.get("/mirror/list?p=a/b.html");
+    assert_eq!((r.status, r.text().as_str()), (200, "mirrored b"));
+    assert_eq!(s.get("/admin/secret.txt").status, 403);
+    for target in [
+        "/mirror/list?p=a/../../admin/secret.txt",
+        "/mirror/list?p=a/../../.git/config",
+        "/mirror/list?p=a/./b.html",
+        "/mirror/list?p=a/..",
+    ] {
+        let r = s.get(target);
+        assert_eq!(r.status, 404, "{target}: {}", r.text());
+        assert!(!r.text().contains("secret"), "{target}");
+    }
+    let r = s.get("/mirror/list?p=a/.env");
+    assert_eq!(r.status, 403, "{}", r.text());
+}
+
 #[test]
 fn query_in_filename_under_configured_prefix_only() {
     let mut b = Builder::new();

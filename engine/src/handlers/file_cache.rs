@@ -378,7 +378,12 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
     };
     let mut validators = Vec::with_capacity(80);
     validators.extend_from_slice(b"ETag: ");
-    conditional::write_etag(meta.mtime, meta.mtime_nsec(), meta.size, &mut validators);
+    conditional::write_etag(
+        meta.mtime_secs(),
+        meta.mtime_nsec(),
+        meta.size,
+        &mut validators,
+    );
     validators.extend_from_slice(b"\r\nLast-Modified: ");
     let mut date = [0u8; HTTP_DATE_LEN];
     // A file dated in the future says now instead (RFC 9110 §8.8.2.1's

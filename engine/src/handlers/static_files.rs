@@ -237,6 +237,22 @@ pub fn serve_beneath(
         if prefixes.iter().any(|p| s.path.starts_with(p.as_bytes())) {
             s.rel.push(b'?');
             s.rel.extend_from_slice(q);
+            // The query is the end of the file name and may hold a `/`
+            // (wget saves `a?b/c` in a directory `a?b`), but it is
+            // checked as the path is: a `..` or `.` segment would lead
+            // out of the prefix, to a file that the access and auth
+            // rules, decided on the path alone, never judged; a dotfile
+            // is refused as in the path.
+            if q.split(|&b| b == b'/')
+                .skip(1)
+                .any(|seg| seg == b"." || seg == b"..")
+            {
+                return refused(Refusal::Lookup(libc::ENOENT), Status::NOT_FOUND, s);
+            }
+            let whole = [&s.path[..], b"?", q].concat();
+            if files.site().static_files.dotfiles.refuses(&whole) {
+                return refused(Refusal::Dotfile, dotfile_status(files), s);
+            }
         }
     }
     if files.own_path(&s.rel) {
@@ -414,7 +430,23 @@ fn serve_dir(
                     _ => continue,
                 }
             }
-            _ => continue,
+            // A directory of that name is no index file: the next one,
+            // or the listing (as lighttpd does).
+            Ok(e) if e.meta.kind == Kind::Dir => continue,
+            // An index that is there but cannot be served (a FIFO or a
+            // device; unreadable, a link out of the root, no descriptor
+            // left) stands in front of the directory all the same: the
+            // answer is the one the index itself would get (403, 503),
+            // as nginx's, never the listing it was put there to hide.
+            Ok(_) => {
+                s.path.truncate(dir_path_len);
+                return refused(Refusal::NotRegular, Status::FORBIDDEN, s);
+            }
+            Err(e) if lookup_status(&e) == Status::NOT_FOUND => continue,
+            Err(e) => {
+                s.path.truncate(dir_path_len);
+                return lookup_failed(&e, s);
+            }
         };
         if files.programs.contains(&s.rel) {
             s.path.truncate(dir_path_len);

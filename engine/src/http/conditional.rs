@@ -237,7 +237,8 @@ pub fn if_range_matches(if_range: &[u8], v: &Validators) -> bool {
 }
 
 /// Writes the strong entity tag brisk uses for a file, with quotes:
-/// `"<mtime seconds hex>.<nanoseconds hex>-<size hex>"`, or
+/// `"<mtime seconds hex>.<nanoseconds hex>-<size hex>"` (the seconds
+/// with a `-` before 1970), or
 /// `"<mtime seconds hex>-<size hex>"` where the filesystem keeps no
 /// fraction of a second (`mtime_nsec` 0).
 ///
@@ -249,9 +250,14 @@ pub fn if_range_matches(if_range: &[u8], v: &Validators) -> bool {
 /// has the time in microseconds). What is left is a change within one
 /// tick of the filesystem's clock that keeps the size, as nginx's
 /// seconds leave one within a second.
-pub fn write_etag(mtime_secs: u64, mtime_nsec: u32, size: u64, out: &mut Vec<u8>) {
+pub fn write_etag(mtime_secs: i64, mtime_nsec: u32, size: u64, out: &mut Vec<u8>) {
     out.push(b'"');
-    push_hex(out, mtime_secs);
+    // Before 1970 (a file of an old archive, a bad clock): `-` and the
+    // magnitude, as nginx writes it.
+    if mtime_secs < 0 {
+        out.push(b'-');
+    }
+    push_hex(out, mtime_secs.unsigned_abs());
     if mtime_nsec != 0 {
         out.push(b'.');
         push_hex(out, u64::from(mtime_nsec));
@@ -622,8 +628,15 @@ mod tests {
         write_etag(0, 0, 0, &mut out);
         assert_eq!(out, b"\"0-0\"");
         out.clear();
-        write_etag(u64::MAX, 0, 0xABCDEF, &mut out);
-        assert_eq!(out, b"\"ffffffffffffffff-abcdef\"");
+        write_etag(i64::MAX, 0, 0xABCDEF, &mut out);
+        assert_eq!(out, b"\"7fffffffffffffff-abcdef\"");
+        // Before 1970, as nginx writes it (1960-01-01).
+        out.clear();
+        write_etag(-315_619_200, 0, 4, &mut out);
+        assert_eq!(out, b"\"-12cff780-4\"");
+        out.clear();
+        write_etag(i64::MIN, 1, 4, &mut out);
+        assert_eq!(out, b"\"-8000000000000000.1-4\"");
         // The fraction of a second, where the filesystem keeps one: two
         // versions of one size written within a second differ.
         out.clear();

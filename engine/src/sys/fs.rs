@@ -57,6 +57,17 @@ impl Meta {
     pub fn mtime_nsec(&self) -> u32 {
         self.mtime_ns.rem_euclid(1_000_000_000) as u32
     }
+
+    /// The modification time in whole seconds since the epoch, negative
+    /// before 1970 (where `mtime`, which dates and listings use, says 0):
+    /// what the entity tag is made of, so that two versions of a file
+    /// dated before 1970 have two tags.
+    pub fn mtime_secs(&self) -> i64 {
+        match self.mtime {
+            0 => self.mtime_ns.div_euclid(1_000_000_000),
+            secs => i64::try_from(secs).unwrap_or(i64::MAX),
+        }
+    }
 }
 
 pub(super) fn fstat(fd: RawFd) -> io::Result<Meta> {

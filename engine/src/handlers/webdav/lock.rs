@@ -77,7 +77,7 @@ impl State for Res<'_> {
             return false;
         };
         let mut tag = Vec::new();
-        write_etag(meta.mtime, meta.mtime_nsec(), meta.size, &mut tag);
+        write_etag(meta.mtime_secs(), meta.mtime_nsec(), meta.size, &mut tag);
         tag == etag
     }
 }

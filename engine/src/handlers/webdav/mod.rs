@@ -320,7 +320,7 @@ fn fails(pre: &Preconditions, meta: Option<Meta>, method: Method) -> bool {
         return pre.if_match.is_some();
     };
     let mut etag = Vec::new();
-    write_etag(meta.mtime, meta.mtime_nsec(), meta.size, &mut etag);
+    write_etag(meta.mtime_secs(), meta.mtime_nsec(), meta.size, &mut etag);
     let v = Validators {
         etag: &etag,
         last_modified: meta.mtime,
