@@ -129,6 +129,9 @@ pub enum Error {
     Handover(io::Error),
     /// The upgrade helper (`brisk-upgrade`) did not start.
     UpgradeHelper(io::Error),
+    /// A worker stopped while serving (its reason is in the error log):
+    /// brisk stopped too, and exits with a failure.
+    WorkerDied,
 }
 
 impl std::fmt::Display for Error {
@@ -249,6 +252,9 @@ impl std::fmt::Display for Error {
             Error::ListenNeedsRestart(addr) => write!(
                 f,
                 "listen address {addr} needs a restart while the sandbox is on (it keeps brisk from opening sockets); {RESTART}"
+            ),
+            Error::WorkerDied => f.write_str(
+                "a worker stopped unexpectedly (the error log says why); brisk stopped",
             ),
         }
     }
@@ -443,6 +449,10 @@ mod tests {
             (
                 Error::ListenNeedsRestart("127.0.0.1:8080".parse().unwrap()),
                 format!("listen address 127.0.0.1:8080 needs a restart while the sandbox is on (it keeps brisk from opening sockets); {restart}"),
+            ),
+            (
+                Error::WorkerDied,
+                "a worker stopped unexpectedly (the error log says why); brisk stopped".into(),
             ),
         ];
         for (error, text) in cases {

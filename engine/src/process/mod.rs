@@ -619,7 +619,12 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     main_log.flush();
     drop(main_log);
     logs.shutdown();
-    Ok(())
+    // (Not a stop anyone asked for: a service manager restarts a brisk
+    // that exits with a failure, and `Restart=on-failure` only that one.)
+    match stop {
+        Stop::WorkerDied => Err(Error::WorkerDied),
+        Stop::Asked | Stop::Upgraded => Ok(()),
+    }
 }
 
 /// Whether the trees of `cfg`'s sites now find names whatever their
