@@ -303,8 +303,9 @@ fn a_listen_address_added_by_a_reload_is_bound_through_the_helper() {
 
 /// An htpasswd file only root may read (0600, as a careful set-up keeps
 /// it) while brisk serves as nobody: the workers, which read it again
-/// whenever it changes, cannot. Whatever refuses it, the start is a
-/// failure: it exits with a failure status (a service manager's
+/// whenever it changes, cannot. The start is refused before any worker
+/// starts, naming the rule, the file and the user, and it is a failure:
+/// it exits with a failure status (a service manager's
 /// `Restart=on-failure` acts on that alone), not 0 as after a stop.
 #[test]
 fn an_htpasswd_file_the_serving_user_cannot_read_fails_the_start() {
@@ -334,4 +335,10 @@ fn an_htpasswd_file_the_serving_user_cannot_read_fails_the_start() {
         "off",
     ]);
     assert!(!status.success(), "exited with {status:?}:\n{err}");
+    let line = format!(
+        "brisk: auth[1].htpasswd: cannot read {} as the server runs (user \"nobody\", uid ",
+        htpasswd.display()
+    );
+    assert!(err.contains(&line), "{err}");
+    assert!(!err.contains("cannot start worker"), "{err}");
 }
