@@ -780,3 +780,45 @@ fn check_config_refuses_a_user_switch_without_root() {
     );
     assert!(err.starts_with(&want), "{err}");
 }
+
+/// Run by another user than root, a configuration with a `chroot` is
+/// refused by --check-config as by the start, with the line: only root
+/// can chroot (the start used to fail once it said it listened, with no
+/// line).
+#[test]
+fn check_config_refuses_a_chroot_without_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root, to run brisk as nobody");
+        return;
+    }
+    let dir = TempDir::new("chroot-not-root");
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        format!("root = \"{0}\"\nchroot = \"{0}\"\n", dir.path.display()),
+    )
+    .unwrap();
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
+    for extra in [&["--check-config"][..], &["--listen", "127.0.0.1:0"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+            .args(extra)
+            .arg("--config")
+            .arg(&cfg)
+            .uid(65534)
+            .gid(65534)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run brisk as nobody");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        let want = format!(
+            "brisk: {}:2: chroot: cannot chroot to {}: brisk runs as uid 65534",
+            cfg.display(),
+            dir.path.display()
+        );
+        assert!(err.starts_with(&want), "{extra:?}: {err}");
+    }
+}
