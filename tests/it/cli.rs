@@ -780,3 +780,94 @@ fn check_config_refuses_a_user_switch_without_root() {
     );
     assert!(err.starts_with(&want), "{err}");
 }
+
+/// Run by another user than root, a configuration with a `chroot` is
+/// refused by --check-config as by the start, with the line: only root
+/// can chroot (the start used to fail once it said it listened, with no
+/// line).
+#[test]
+fn check_config_refuses_a_chroot_without_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root, to run brisk as nobody");
+        return;
+    }
+    let dir = TempDir::new("chroot-not-root");
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        format!("root = \"{0}\"\nchroot = \"{0}\"\n", dir.path.display()),
+    )
+    .unwrap();
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
+    for extra in [&["--check-config"][..], &["--listen", "127.0.0.1:0"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+            .args(extra)
+            .arg("--config")
+            .arg(&cfg)
+            .uid(65534)
+            .gid(65534)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run brisk as nobody");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        let want = format!(
+            "brisk: {}:2: chroot: cannot chroot to {}: brisk runs as uid 65534",
+            cfg.display(),
+            dir.path.display()
+        );
+        assert!(err.starts_with(&want), "{extra:?}: {err}");
+    }
+}
+
+/// Run by another user than root, without CAP_NET_BIND_SERVICE, a
+/// configuration that listens on a port below 1024 (below the kernel's
+/// `ip_unprivileged_port_start`) passes --check-config with a warning
+/// naming the address, since the start will fail to bind it.
+#[test]
+fn check_config_warns_of_a_port_this_user_cannot_bind() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root, to run brisk as nobody");
+        return;
+    }
+    let first: u16 = fs::read_to_string("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1024);
+    if first <= 80 {
+        eprintln!("skipped: port 80 needs no privileges on this kernel");
+        return;
+    }
+    let dir = TempDir::new("port-80");
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        format!(
+            "root = \"{}\"\nlisten = [\"127.0.0.1:80\", \"127.0.0.1:8080\"]\n",
+            dir.path.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(["--check-config", "--config"])
+        .arg(&cfg)
+        .env_remove("LISTEN_FDS")
+        .uid(65534)
+        .gid(65534)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run brisk as nobody");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let want = format!(
+        "\nwarning: listen: 127.0.0.1:80: ports below {first} need privileges, which brisk, running as uid 65534 without CAP_NET_BIND_SERVICE, has not: the start will fail to bind them"
+    );
+    assert!(stdout.contains(&want), "{stdout}");
+}

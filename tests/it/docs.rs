@@ -898,3 +898,78 @@ fn the_known_keys_are_the_loaders() {
         }
     }
 }
+
+/// The command line as the documents give it is `--help`'s: the synopsis
+/// of the configuration chapter names every flag, and the list of flags
+/// that override the file at the top of `brisk.example.toml` names every
+/// flag that sets something (all but the actions: `--config`,
+/// `--check-config`, the signals, `--version`, `--help`).
+#[test]
+fn the_documents_name_every_flag() {
+    let (status, help, _) = run_brisk(&["--help"]);
+    assert!(status.success());
+    // (An option's line starts with two spaces and its flag; the lines
+    // that go on with its text are indented deeper.)
+    let flags: BTreeSet<&str> = help
+        .lines()
+        .filter(|l| l.starts_with("  --"))
+        .filter_map(|l| l.trim_start().split([' ', ',']).next())
+        .collect();
+    assert!(flags.len() >= 20, "{flags:?}");
+    let chapter = read("docs/src/configuration.md");
+    let synopsis = blocks_any(&chapter)
+        .into_iter()
+        .find(|b| b.starts_with("brisk [--config FILE]"))
+        .expect("the configuration chapter's synopsis");
+    let example = read("brisk.example.toml");
+    let overriding: String = example
+        .lines()
+        .skip_while(|l| !l.starts_with("# Flags ("))
+        .take_while(|l| !l.contains(") override"))
+        .chain(example.lines().filter(|l| l.contains(") override")).take(1))
+        .collect();
+    let actions = [
+        "--config",
+        "--check-config",
+        "--reload",
+        "--stop",
+        "--upgrade",
+        "--reopen-logs",
+        "--version",
+        "--help",
+    ];
+    let named = |text: &str, flag: &str| {
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .any(|w| w == flag)
+    };
+    for flag in &flags {
+        assert!(
+            named(&synopsis, flag),
+            "configuration.md's synopsis lacks {flag}"
+        );
+        if !actions.contains(flag) {
+            assert!(
+                named(&overriding, flag),
+                "brisk.example.toml's \"Flags (...) override\" lacks {flag}: {overriding}"
+            );
+        }
+    }
+}
+
+/// The text of every fenced block of `text`, whatever its language.
+fn blocks_any(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut block: Option<String> = None;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            match block.take() {
+                Some(b) => out.push(b),
+                None => block = Some(String::new()),
+            }
+        } else if let Some(b) = block.as_mut() {
+            b.push_str(line);
+            b.push('\n');
+        }
+    }
+    out
+}

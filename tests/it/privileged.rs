@@ -369,3 +369,45 @@ fn a_reload_says_why_the_user_brisk_serves_as_cannot_read_a_root_only_file() {
     c.send(b"GET /a.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
     assert_eq!(c.response().body, b"AAAA");
 }
+
+/// An htpasswd file only root may read (0600, as a careful set-up keeps
+/// it) while brisk serves as nobody: the workers, which read it again
+/// whenever it changes, cannot. The start is refused before any worker
+/// starts, naming the rule, the file and the user, and it is a failure:
+/// it exits with a failure status (a service manager's
+/// `Restart=on-failure` acts on that alone), not 0 as after a stop.
+#[test]
+fn an_htpasswd_file_the_serving_user_cannot_read_fails_the_start() {
+    if !can_switch() {
+        return;
+    }
+    let dir = TempDir::new("htpasswd-root-only");
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let root = dir.path.join("root");
+    fs::create_dir(&root).expect("mkdir");
+    let htpasswd = dir.path.join("htpasswd");
+    // alice:secret (bcrypt)
+    let user = "alice:$2y$05$1ab4NEKuKU/6N4o8FGmJWuCLhNZgo6Rqn8HhiKsn1DZxHGjVqklZO\n";
+    fs::write(&htpasswd, user).expect("write htpasswd");
+    fs::set_permissions(&htpasswd, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let config = dir.path.join("brisk.toml");
+    let toml = "user = \"nobody\"\n[[auth]]\npath = \"/private/\"\nrealm = \"Private\"\nhtpasswd = \"htpasswd\"\n";
+    fs::write(&config, toml).expect("write config");
+    let (status, _, err) = run_brisk(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--root",
+        root.to_str().unwrap(),
+        "--access-log",
+        "off",
+    ]);
+    assert!(!status.success(), "exited with {status:?}:\n{err}");
+    let line = format!(
+        "brisk: auth[1].htpasswd: cannot read {} as the server runs (user \"nobody\", uid ",
+        htpasswd.display()
+    );
+    assert!(err.contains(&line), "{err}");
+    assert!(!err.contains("cannot start worker"), "{err}");
+}

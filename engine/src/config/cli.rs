@@ -460,6 +460,7 @@ fn load_command(
     // start alone; `brisk --stop` and the like need no switch.
     if flags.signal.is_none() {
         check_user_switch(&config, &origins)?;
+        check_chroot(&config, &origins)?;
     }
 
     // The brisk command's handlers are its built-ins (an embedder's
@@ -703,6 +704,24 @@ fn check_user_switch(config: &Config, origins: &Origins) -> Result<(), ConfigErr
             u.name,
             u.uid
         ))),
+        _ => Ok(()),
+    }
+}
+
+/// `chroot` needs root (or `CAP_SYS_CHROOT`): said with the line, as a
+/// user switch is, rather than by a start that fails once it listens.
+fn check_chroot(config: &Config, origins: &Origins) -> Result<(), ConfigError> {
+    /// `CAP_SYS_CHROOT`, from linux/capability.h.
+    const CAP_SYS_CHROOT: u32 = 18;
+    let euid = crate::sys::privileges::euid();
+    match &config.chroot {
+        Some(jail) if euid != 0 && !crate::sys::privileges::has_capability(CAP_SYS_CHROOT) => {
+            Err(error(format!(
+                "{}: cannot chroot to {}: brisk runs as uid {euid}, and only root can chroot (start it as root, or leave chroot out)",
+                origins.chroot.as_deref().unwrap_or("chroot"),
+                jail.display()
+            )))
+        }
         _ => Ok(()),
     }
 }

@@ -236,7 +236,8 @@ impl Config {
     /// beneath a root ([`Config::own_files_under_roots`]), `[[access]]`
     /// and `[[auth]]` rules an earlier one hides, site names that get no
     /// certificate from `[acme]`, `[[fastcgi]]` rules that would run a
-    /// site's images as scripts.
+    /// site's images as scripts, an `unknown_host` that leaves the default
+    /// site no request.
     pub fn warnings(&self) -> Vec<String> {
         let mut all = self.own_files_under_roots();
         all.extend(super::admission::hidden_guards(self));
@@ -245,6 +246,8 @@ impl Config {
         all.extend(super::admission::trusting_everyone(self));
         all.extend(super::throttle::idle_connection_rates(self));
         all.extend(super::upstream::fastcgi_warnings(self));
+        #[cfg(feature = "sites")]
+        all.extend(super::site::unknown_host_warnings(self));
         #[cfg(feature = "acme")]
         let all = {
             let mut all = all;

@@ -248,7 +248,10 @@ fn default_site(c: &Config, s: &mut String) {
 /// and what a host no site names gets.
 fn sites(c: &Config, s: &mut String) {
     // (Never any without the cargo feature `sites`, which refuses them.)
-    if !cfg!(feature = "sites") || c.sites.is_empty() && c.site.hosts.is_empty() {
+    // (With no site and no hosts, a host is looked at only to be refused:
+    // said too.)
+    let refuses = c.unknown_host != super::UnknownHost::Default;
+    if !cfg!(feature = "sites") || c.sites.is_empty() && c.site.hosts.is_empty() && !refuses {
         return;
     }
     let unknown = match c.unknown_host {

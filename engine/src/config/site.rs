@@ -158,6 +158,36 @@ impl Loader<'_> {
     }
 }
 
+/// `unknown_host` refusing (421, 404) while the top level names no
+/// `hosts`: the default site then answers no request, and with no
+/// `[[site]]` every request gets that status. Valid, but said (at start,
+/// at a reload and by `--check-config`): sites.md asks for the default
+/// site's `hosts` with it.
+#[cfg(feature = "sites")]
+pub(super) fn unknown_host_warnings(config: &super::Config) -> Vec<String> {
+    let super::UnknownHost::Refuse(status) = config.unknown_host else {
+        return Vec::new();
+    };
+    if !config.site.hosts.is_empty() {
+        return Vec::new();
+    }
+    let line = if config.sites.is_empty() {
+        format!(
+            "unknown_host = {status} and no site names a host (no hosts, no [[site]]): \
+             every request is answered {status}; list the names this server answers in \
+             hosts = [\"example.org\"], or leave unknown_host out"
+        )
+    } else {
+        format!(
+            "unknown_host = {status} and the top level names no hosts: the default site \
+             (root {}) answers no request, and a host no [[site]] names gets {status}; \
+             list the default site's names in hosts = [\"example.org\"] if it is to answer",
+            config.site.root.display()
+        )
+    };
+    vec![line]
+}
+
 const HOST_HELP: &str = "a host name such as \"example.org\" or \"*.example.org\", or an IP address, without a port or a scheme";
 
 /// A `hosts` entry as the matcher compares it: lower case (names are

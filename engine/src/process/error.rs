@@ -55,6 +55,20 @@ pub enum Error {
         /// Why.
         source: io::Error,
     },
+    /// An `[[auth]]` rule's htpasswd file cannot be read by the server as
+    /// it runs (its user, its sandbox).
+    Htpasswd {
+        /// The setting (`auth[1].htpasswd`, `site[2].auth[1].htpasswd`).
+        setting: String,
+        /// The file.
+        path: PathBuf,
+        /// The user the server runs as, when one was set or chosen.
+        user: Option<String>,
+        /// Its id.
+        uid: u32,
+        /// Why.
+        source: io::Error,
+    },
     /// `chroot` failed.
     Chroot {
         /// The jail.
@@ -133,6 +147,9 @@ pub enum Error {
     Handover(io::Error),
     /// The upgrade helper (`brisk-upgrade`) did not start.
     UpgradeHelper(io::Error),
+    /// A worker stopped while serving (its reason is in the error log):
+    /// brisk stopped too, and exits with a failure.
+    WorkerDied,
 }
 
 impl std::fmt::Display for Error {
@@ -176,6 +193,26 @@ impl std::fmt::Display for Error {
                 "temp_dir: cannot make temporary files in {} (for request bodies held for CGI programs): {source}",
                 dir.display()
             ),
+            Error::Htpasswd {
+                setting,
+                path,
+                user,
+                uid,
+                source,
+            } => {
+                let who = match user {
+                    Some(name) => format!("user \"{name}\", uid {uid}"),
+                    None => format!("uid {uid}"),
+                };
+                write!(
+                    f,
+                    "{setting}: cannot read {} as the server runs ({who}): {source}; \
+                     every worker reads it again whenever it changes, so that user must \
+                     be able to read it (chgrp it to a group of that user's and chmod \
+                     640, and let the user through its directories)",
+                    path.display()
+                )
+            }
             Error::Chroot { dir, source } => {
                 let hint = if source.raw_os_error() == Some(libc::EPERM) {
                     " (chroot needs root)"
@@ -258,6 +295,9 @@ impl std::fmt::Display for Error {
                 f,
                 "HTTP/3 on {addr} needs a UDP socket, which the sandbox keeps brisk from opening: it needs a restart while the sandbox is on; {RESTART}"
             ),
+            Error::WorkerDied => f.write_str(
+                "a worker stopped unexpectedly (the error log says why); brisk stopped",
+            ),
         }
     }
 }
@@ -277,6 +317,7 @@ impl std::error::Error for Error {
             | Error::Capabilities(e)
             | Error::PidFile { source: e, .. }
             | Error::TempDir { source: e, .. }
+            | Error::Htpasswd { source: e, .. }
             | Error::Chroot { source: e, .. }
             | Error::Sandbox { source: e, .. }
             | Error::SandboxRule {
@@ -361,6 +402,16 @@ mod tests {
             (
                 Error::TempDir { dir: "/tmp/b".into(), source: e() },
                 "temp_dir: cannot make temporary files in /tmp/b (for request bodies held for CGI programs): why".into(),
+            ),
+            (
+                Error::Htpasswd {
+                    setting: "site[1].auth[2].htpasswd".into(),
+                    path: "/etc/brisk/htpasswd".into(),
+                    user: Some("www-data".into()),
+                    uid: 33,
+                    source: e(),
+                },
+                "site[1].auth[2].htpasswd: cannot read /etc/brisk/htpasswd as the server runs (user \"www-data\", uid 33): why; every worker reads it again whenever it changes, so that user must be able to read it (chgrp it to a group of that user's and chmod 640, and let the user through its directories)".into(),
             ),
             (
                 Error::Chroot { dir: "/jail".into(), source: e() },
@@ -455,6 +506,10 @@ mod tests {
             (
                 Error::QuicNeedsRestart("127.0.0.1:8443".parse().unwrap()),
                 format!("HTTP/3 on 127.0.0.1:8443 needs a UDP socket, which the sandbox keeps brisk from opening: it needs a restart while the sandbox is on; {restart}"),
+            ),
+            (
+                Error::WorkerDied,
+                "a worker stopped unexpectedly (the error log says why); brisk stopped".into(),
             ),
         ];
         for (error, text) in cases {

@@ -390,6 +390,10 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
             source,
         })?;
     }
+    // (And each htpasswd file, which every worker reads again whenever it
+    // changes: one the server cannot read would stop each worker as it
+    // starts, after the banner said brisk listens.)
+    probe_htpasswd(cfg)?;
     // (Likewise a WebDAV tree it cannot write: said, not refused, since
     // a disk may be mounted or mended later.)
     #[cfg(feature = "webdav")]
@@ -619,6 +623,33 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     main_log.flush();
     drop(main_log);
     logs.shutdown();
+    // (Not a stop anyone asked for: a service manager restarts a brisk
+    // that exits with a failure, and `Restart=on-failure` only that one.)
+    match stop {
+        Stop::WorkerDied => Err(Error::WorkerDied),
+        Stop::Asked | Stop::Upgraded => Ok(()),
+    }
+}
+
+/// Opens each `[[auth]]` rule's htpasswd file as the server runs (its
+/// user, its sandbox): the first it cannot read is an error naming the
+/// rule, the file and the user. (The configuration was loaded as brisk
+/// started, as root maybe: the file was readable then.)
+fn probe_htpasswd(cfg: &Config) -> Result<(), Error> {
+    use crate::config::SiteConfig;
+    for (prefix, site) in SiteConfig::all_keyed(cfg) {
+        for (i, rule) in site.auth.iter().enumerate() {
+            if let Err(source) = std::fs::File::open(&rule.htpasswd) {
+                return Err(Error::Htpasswd {
+                    setting: format!("{prefix}auth[{}].htpasswd", i + 1),
+                    path: rule.htpasswd.clone(),
+                    user: cfg.user.as_ref().map(|u| u.name.clone()),
+                    uid: sys::privileges::euid(),
+                    source,
+                });
+            }
+        }
+    }
     Ok(())
 }
 

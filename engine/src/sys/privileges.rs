@@ -271,6 +271,23 @@ pub fn keep_capabilities(caps: &[u32]) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether capability `cap` (`CAP_SYS_CHROOT` is 18) is in the
+/// process's effective set; `false` if the kernel cannot say.
+pub fn has_capability(cap: u32) -> bool {
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: a valid header and room for the two data structs version 3
+    // writes.
+    let got = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    got == 0
+        && data
+            .get((cap / 32) as usize)
+            .is_some_and(|d| d.effective & (1 << (cap % 32)) != 0)
+}
+
 /// Looks user id `uid` up in the user database: its name and account;
 /// `None` if no entry has that id.
 pub fn lookup_uid(uid: u32) -> io::Result<Option<(String, Account)>> {

@@ -190,3 +190,43 @@ fn unknown_host_and_the_default_sites_hosts() {
         "DIR/site.toml:4: site[1].hosts: a.test is already a host of the default site (the top-level hosts)"
     );
 }
+
+/// `unknown_host` refusing while the top level names no `hosts`: valid,
+/// but the default site then answers no request, and with no `[[site]]`
+/// every request is refused. Said as a warning (at start, at a reload,
+/// by --check-config), and the report says what an unknown host gets.
+#[test]
+fn an_unknown_host_refusal_without_default_hosts_is_warned_of() {
+    let warned = |text: &str| -> Vec<String> {
+        let c = sites(text).unwrap();
+        let all = c.warnings();
+        all.into_iter()
+            .filter(|w| w.starts_with("unknown_host"))
+            .collect()
+    };
+    assert_eq!(
+        warned("root = \"public\"\nunknown_host = 404\n"),
+        ["unknown_host = 404 and no site names a host (no hosts, no [[site]]): every request is answered 404; list the names this server answers in hosts = [\"example.org\"], or leave unknown_host out"]
+    );
+    let w = warned(
+        "root = \"public\"\nunknown_host = 421\n[[site]]\nhosts = [\"a.test\"]\nroot = \"a\"\n",
+    );
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("unknown_host = 421 and the top level names no hosts: the default site (root ")
+            && w[0].ends_with("/public) answers no request, and a host no [[site]] names gets 421; list the default site's names in hosts = [\"example.org\"] if it is to answer"),
+        "{w:?}"
+    );
+    // With the default site's names, or answering unknown hosts: nothing.
+    assert!(warned("root = \"public\"\nunknown_host = 421\nhosts = [\"main.test\"]\n").is_empty());
+    assert!(warned("root = \"public\"\n[[site]]\nhosts = [\"a.test\"]\nroot = \"a\"\n").is_empty());
+    #[cfg(feature = "ops")]
+    {
+        let c = sites("root = \"public\"\nunknown_host = 404\n").unwrap();
+        let s = crate::config::summary::summary(&c, "site.toml");
+        assert!(
+            s.contains("\nsites: 0 besides the default one; a host no site names gets 404\n"),
+            "{s}"
+        );
+    }
+}
