@@ -209,7 +209,8 @@ struct Echo {
 impl Echo {
     /// Echoes every frame; a handshake to a path with `deny` is answered
     /// 403, and a request without `Upgrade` 200 (both then close). A text
-    /// frame `bye` makes it close (a close frame, then its socket); a
+    /// frame `bye` makes it close (a close frame, then its socket), a
+    /// text frame `reset` reset its connection (a TCP RST); a
     /// client's close frame is echoed, then the socket closes; at the
     /// client's end of input (a half-close) it sends a text frame `after
     /// eof`, then closes.
@@ -275,6 +276,10 @@ impl Echo {
                     w.send(&frame(8, &1000u16.to_be_bytes(), None));
                     return;
                 }
+                (1, b"reset") => {
+                    reset(&w.tcp);
+                    return;
+                }
                 (op, payload) => w.send(&frame(op, payload, None)),
             }
         }
@@ -286,6 +291,29 @@ impl Echo {
             .recv_timeout(IO_TIMEOUT)
             .expect("the upstream saw nothing")
     }
+}
+
+/// Makes the close of `tcp` (and of every handle on its socket) a reset
+/// (RST) instead of a FIN: SO_LINGER with a zero time.
+fn reset(tcp: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let size = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    // SAFETY: setsockopt reads `linger` (of the size given) and has no
+    // other memory effects; the descriptor is owned by `tcp`, alive here.
+    let set = unsafe {
+        libc::setsockopt(
+            tcp.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const linger).cast(),
+            size,
+        )
+    };
+    assert_eq!(set, 0);
 }
 
 /// brisk with `/api/` forwarded to `up`, and `extra` keys on the rule.
@@ -682,6 +710,20 @@ fn a_stop_closes_an_open_tunnel_at_its_deadline_and_logs_it() {
     tunnel_line(&s, &up, "stopped/1", &[7]);
 }
 
+/// An upstream that resets its tunnel (a crash, a TCP RST) has not ended
+/// it: the error log says so, as for any answer cut short, where an
+/// orderly close says nothing.
+#[test]
+fn an_upstream_that_resets_a_tunnel_is_logged_as_cutting_it() {
+    let (up, s, mut w) = tunnel("");
+    w.send(&frame(1, b"reset", Some(MASK)));
+    assert_eq!(up.next(), "frame 1 5 masked");
+    assert!(w.ends(), "the client's connection closes");
+    let line = s.wait_stderr_line("the upstream broke the tunnel off");
+    assert!(line.contains("[error] proxy http://"), "{line}");
+    assert!(line.contains("reset"), "{line}");
+}
+
 /// WebSockets over HTTP/2 (RFC 8441): an extended CONNECT on a stream.
 #[cfg(feature = "http2")]
 mod h2 {
@@ -974,6 +1016,43 @@ mod h2 {
             a.body,
             [frame(1, b"hello", None), frame(1, b"after eof", None)].concat()
         );
+    }
+
+    /// RFC 8441 §5: an orderly close of the upstream's TCP connection is
+    /// END_STREAM, its reset (RST) is RST_STREAM with CANCEL. A client
+    /// told END_STREAM would take a cut stream for a whole one.
+    #[test]
+    fn an_upstream_that_resets_a_tunnel_has_its_stream_reset() {
+        let up = Echo::start();
+        let s = brisk(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        server_settings(&mut c);
+        connect(&mut c, 1, "/api/chat", "websocket");
+        assert!(up.next().starts_with("GET /api/chat "));
+        let mut window = 256 * 1024;
+        assert_eq!(head_of(&mut c, 1, &mut window).fields[0].1, "200");
+        let hello = frame(1, b"hello", None);
+        assert_eq!(exchange(&mut c, 1, &[], hello.len(), &mut window), hello);
+        let reset = frame(1, b"reset", Some(MASK));
+        let mut out = frame::data_head(1, reset.len(), false).to_vec();
+        out.extend_from_slice(&reset);
+        c.send(&out);
+        assert_eq!(up.next(), "frame 1 5 masked");
+        let end = loop {
+            let Some(f) = on_stream(&mut c, 1, &mut window) else {
+                continue;
+            };
+            match f.kind {
+                kind::DATA if f.flags & flag::END_STREAM == 0 => continue,
+                _ => break f,
+            }
+        };
+        assert_eq!(
+            (end.kind, &end.payload[..]),
+            (kind::RST_STREAM, &8u32.to_be_bytes()[..]),
+            "RST_STREAM CANCEL: {end:?}"
+        );
+        s.wait_stderr_line("the upstream broke the tunnel off");
     }
 }
 
