@@ -929,6 +929,34 @@ mod h2 {
         assert!(line.contains(&upstream), "{line:?}: not {upstream:?}…");
     }
 
+    /// A tunnel whose client goes away (its connection closed, as a
+    /// browser's tab) is logged with its upstream's whole time as one
+    /// the upstream ended, not `-`.
+    #[test]
+    fn an_extended_connect_whose_client_leaves_is_logged_with_its_whole_time() {
+        let up = Echo::start();
+        let s = logged(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        server_settings(&mut c);
+        connect(&mut c, 1, "/api/chat", "websocket");
+        up.next();
+        let mut window = 256 * 1024;
+        let h = on_stream(&mut c, 1, &mut window).expect("a head");
+        assert_eq!((h.kind, &*h.fields[0].1), (kind::HEADERS, "200"));
+        let hello = frame(1, b"hello", None);
+        assert_eq!(exchange(&mut c, 1, &[], hello.len(), &mut window), hello);
+        drop(c);
+        assert_eq!(up.next(), "eof", "the upstream's connection closes");
+        let line = s.wait_access_line(|l| find(l, b"HTTP/2.0\" 200 ").is_some());
+        let line = String::from_utf8(line).unwrap();
+        let upstream = format!(" 200 7 \"-\" {} 101 ", up.addr);
+        let at = line.find(&upstream).map(|i| i + upstream.len());
+        let at = at.unwrap_or_else(|| panic!("{line:?}: not {upstream:?}…"));
+        let time = line[at..].split(' ').next().unwrap();
+        let (secs, ms) = time.split_once('.').unwrap_or_else(|| panic!("{line:?}"));
+        assert!(secs.parse::<u64>().is_ok() && ms.len() == 3, "{line:?}");
+    }
+
     #[test]
     fn without_websocket_rules_nothing_is_advertised() {
         let up = Echo::start();
