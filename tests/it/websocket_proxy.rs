@@ -208,9 +208,11 @@ struct Echo {
 
 impl Echo {
     /// Echoes every frame; a handshake to a path with `deny` is answered
-    /// 403, and a request without `Upgrade` 200 (both then close). A text
-    /// frame `bye` makes it close (a close frame, then its socket), a
-    /// text frame `reset` reset its connection (a TCP RST); a
+    /// 403, and a request without `Upgrade` 200 (both then close); one
+    /// to a path with `reset-at-once` has its connection reset (a TCP
+    /// RST) right after the 101 and its first frame. A text frame `bye`
+    /// makes it close (a close frame, then its socket), a text frame
+    /// `reset` reset its connection; a
     /// client's close frame is echoed, then the socket closes; at the
     /// client's end of input (a half-close) it sends a text frame `after
     /// eof`, then closes.
@@ -257,6 +259,10 @@ impl Echo {
         .into_bytes();
         answer.extend_from_slice(&frame(1, b"hello", None));
         w.send(&answer);
+        if head.contains("reset-at-once") {
+            reset(&w.tcp);
+            return;
+        }
         loop {
             let Some(f) = w.frame() else {
                 let _ = tell.send("eof".into());
@@ -721,6 +727,20 @@ fn an_upstream_that_resets_a_tunnel_is_logged_as_cutting_it() {
     assert!(w.ends(), "the client's connection closes");
     let line = s.wait_stderr_line("the upstream broke the tunnel off");
     assert!(line.contains("[error] proxy http://"), "{line}");
+    assert!(line.contains("reset"), "{line}");
+}
+
+/// The same when the reset comes with the 101 (the answer's reader has
+/// not handed the socket to the tunnel's yet).
+#[test]
+fn an_upstream_that_resets_right_after_its_101_is_logged_as_cutting_it() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let (mut w, head) = open(&s, "/api/reset-at-once");
+    up.next();
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    while w.fill() {}
+    let line = s.wait_stderr_line("the upstream broke the tunnel off");
     assert!(line.contains("reset"), "{line}");
 }
 
