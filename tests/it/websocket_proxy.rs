@@ -208,8 +208,11 @@ struct Echo {
 
 impl Echo {
     /// Echoes every frame; a handshake to a path with `deny` is answered
-    /// 403, and a request without `Upgrade` 200 (both then close). A text
-    /// frame `bye` makes it close (a close frame, then its socket); a
+    /// 403, and a request without `Upgrade` 200 (both then close); one
+    /// to a path with `reset-at-once` has its connection reset (a TCP
+    /// RST) right after the 101 and its first frame. A text frame `bye`
+    /// makes it close (a close frame, then its socket), a text frame
+    /// `reset` reset its connection; a
     /// client's close frame is echoed, then the socket closes; at the
     /// client's end of input (a half-close) it sends a text frame `after
     /// eof`, then closes.
@@ -256,6 +259,10 @@ impl Echo {
         .into_bytes();
         answer.extend_from_slice(&frame(1, b"hello", None));
         w.send(&answer);
+        if head.contains("reset-at-once") {
+            reset(&w.tcp);
+            return;
+        }
         loop {
             let Some(f) = w.frame() else {
                 let _ = tell.send("eof".into());
@@ -275,6 +282,10 @@ impl Echo {
                     w.send(&frame(8, &1000u16.to_be_bytes(), None));
                     return;
                 }
+                (1, b"reset") => {
+                    reset(&w.tcp);
+                    return;
+                }
                 (op, payload) => w.send(&frame(op, payload, None)),
             }
         }
@@ -286,6 +297,29 @@ impl Echo {
             .recv_timeout(IO_TIMEOUT)
             .expect("the upstream saw nothing")
     }
+}
+
+/// Makes the close of `tcp` (and of every handle on its socket) a reset
+/// (RST) instead of a FIN: SO_LINGER with a zero time.
+fn reset(tcp: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let size = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    // SAFETY: setsockopt reads `linger` (of the size given) and has no
+    // other memory effects; the descriptor is owned by `tcp`, alive here.
+    let set = unsafe {
+        libc::setsockopt(
+            tcp.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const linger).cast(),
+            size,
+        )
+    };
+    assert_eq!(set, 0);
 }
 
 /// brisk with `/api/` forwarded to `up`, and `extra` keys on the rule.
@@ -682,6 +716,34 @@ fn a_stop_closes_an_open_tunnel_at_its_deadline_and_logs_it() {
     tunnel_line(&s, &up, "stopped/1", &[7]);
 }
 
+/// An upstream that resets its tunnel (a crash, a TCP RST) has not ended
+/// it: the error log says so, as for any answer cut short, where an
+/// orderly close says nothing.
+#[test]
+fn an_upstream_that_resets_a_tunnel_is_logged_as_cutting_it() {
+    let (up, s, mut w) = tunnel("");
+    w.send(&frame(1, b"reset", Some(MASK)));
+    assert_eq!(up.next(), "frame 1 5 masked");
+    assert!(w.ends(), "the client's connection closes");
+    let line = s.wait_stderr_line("the upstream broke the tunnel off");
+    assert!(line.contains("[error] proxy http://"), "{line}");
+    assert!(line.contains("reset"), "{line}");
+}
+
+/// The same when the reset comes with the 101 (the answer's reader has
+/// not handed the socket to the tunnel's yet).
+#[test]
+fn an_upstream_that_resets_right_after_its_101_is_logged_as_cutting_it() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let (mut w, head) = open(&s, "/api/reset-at-once");
+    up.next();
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    while w.fill() {}
+    let line = s.wait_stderr_line("the upstream broke the tunnel off");
+    assert!(line.contains("reset"), "{line}");
+}
+
 /// WebSockets over HTTP/2 (RFC 8441): an extended CONNECT on a stream.
 #[cfg(feature = "http2")]
 mod h2 {
@@ -887,6 +949,34 @@ mod h2 {
         assert!(line.contains(&upstream), "{line:?}: not {upstream:?}…");
     }
 
+    /// A tunnel whose client goes away (its connection closed, as a
+    /// browser's tab) is logged with its upstream's whole time as one
+    /// the upstream ended, not `-`.
+    #[test]
+    fn an_extended_connect_whose_client_leaves_is_logged_with_its_whole_time() {
+        let up = Echo::start();
+        let s = logged(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        server_settings(&mut c);
+        connect(&mut c, 1, "/api/chat", "websocket");
+        up.next();
+        let mut window = 256 * 1024;
+        let h = on_stream(&mut c, 1, &mut window).expect("a head");
+        assert_eq!((h.kind, &*h.fields[0].1), (kind::HEADERS, "200"));
+        let hello = frame(1, b"hello", None);
+        assert_eq!(exchange(&mut c, 1, &[], hello.len(), &mut window), hello);
+        drop(c);
+        assert_eq!(up.next(), "eof", "the upstream's connection closes");
+        let line = s.wait_access_line(|l| find(l, b"HTTP/2.0\" 200 ").is_some());
+        let line = String::from_utf8(line).unwrap();
+        let upstream = format!(" 200 7 \"-\" {} 101 ", up.addr);
+        let at = line.find(&upstream).map(|i| i + upstream.len());
+        let at = at.unwrap_or_else(|| panic!("{line:?}: not {upstream:?}…"));
+        let time = line[at..].split(' ').next().unwrap();
+        let (secs, ms) = time.split_once('.').unwrap_or_else(|| panic!("{line:?}"));
+        assert!(secs.parse::<u64>().is_ok() && ms.len() == 3, "{line:?}");
+    }
+
     #[test]
     fn without_websocket_rules_nothing_is_advertised() {
         let up = Echo::start();
@@ -974,6 +1064,43 @@ mod h2 {
             a.body,
             [frame(1, b"hello", None), frame(1, b"after eof", None)].concat()
         );
+    }
+
+    /// RFC 8441 §5: an orderly close of the upstream's TCP connection is
+    /// END_STREAM, its reset (RST) is RST_STREAM with CANCEL. A client
+    /// told END_STREAM would take a cut stream for a whole one.
+    #[test]
+    fn an_upstream_that_resets_a_tunnel_has_its_stream_reset() {
+        let up = Echo::start();
+        let s = brisk(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        server_settings(&mut c);
+        connect(&mut c, 1, "/api/chat", "websocket");
+        assert!(up.next().starts_with("GET /api/chat "));
+        let mut window = 256 * 1024;
+        assert_eq!(head_of(&mut c, 1, &mut window).fields[0].1, "200");
+        let hello = frame(1, b"hello", None);
+        assert_eq!(exchange(&mut c, 1, &[], hello.len(), &mut window), hello);
+        let reset = frame(1, b"reset", Some(MASK));
+        let mut out = frame::data_head(1, reset.len(), false).to_vec();
+        out.extend_from_slice(&reset);
+        c.send(&out);
+        assert_eq!(up.next(), "frame 1 5 masked");
+        let end = loop {
+            let Some(f) = on_stream(&mut c, 1, &mut window) else {
+                continue;
+            };
+            match f.kind {
+                kind::DATA if f.flags & flag::END_STREAM == 0 => continue,
+                _ => break f,
+            }
+        };
+        assert_eq!(
+            (end.kind, &end.payload[..]),
+            (kind::RST_STREAM, &8u32.to_be_bytes()[..]),
+            "RST_STREAM CANCEL: {end:?}"
+        );
+        s.wait_stderr_line("the upstream broke the tunnel off");
     }
 }
 

@@ -745,7 +745,11 @@ impl ProxyBody {
             // (An answer that ends at the close, over TLS without
             // close_notify: not known to be whole, RFC 9112 §9.8.)
             let by_close = !self.unframe.is_framed() && !self.tunnel;
-            return if self.unframe.is_short() {
+            return if let (true, Some(e)) = (self.tunnel, &e) {
+                // (As the tunnel it becomes says, `super::tunnel`: a
+                // reset cuts a tunnel, it does not end it.)
+                Gave::Cut(format!("the upstream broke the tunnel off: {e}"))
+            } else if self.unframe.is_short() {
                 Gave::Cut("the upstream closed before the answer's end".into())
             } else if by_close && self.link.cut_short() {
                 Gave::Cut(

@@ -11,7 +11,8 @@
 //!
 //! Bytes pass both ways as they come, unmodified; the client's end is
 //! passed on as a half-close (`shutdown(SHUT_WR)`), the upstream's close
-//! ends the answer. Its idle timeout is the rule's `read_timeout`
+//! ends the answer, and its reset cuts it ([`Gave::Cut`]: an HTTP/2
+//! stream is reset, RFC 8441 §5). Its idle timeout is the rule's `read_timeout`
 //! (`send_timeout` while the client's bytes wait for the upstream).
 
 use std::io;
@@ -179,7 +180,7 @@ impl Produce for Tunnel {
         if self.finished {
             return Gave::End;
         }
-        loop {
+        let cut = loop {
             let (true, Some(fd)) = (self.readable, self.sock.as_ref()) else {
                 return Gave::Pending;
             };
@@ -187,18 +188,23 @@ impl Produce for Tunnel {
             buf.clear();
             buf.reserve(want);
             match self.link.read(fd, buf, want) {
-                Ok(0) => break,
+                Ok(0) => break None,
                 Ok(_) => return Gave::Bytes,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // (A reset ends it as a close does: the tunnel has no
-                // framing to be cut short.)
-                Err(_) => break,
+                // A reset (or a broken TLS record) is no close: the
+                // client is told the tunnel was cut, not that it ended
+                // (RFC 8441 §5: an HTTP/2 stream is reset, as a TCP RST
+                // stands for), and the error log says why.
+                Err(e) => break Some(format!("the upstream broke the tunnel off: {e}")),
             }
-        }
+        };
         self.retire();
         self.finished = true;
-        Gave::End
+        match cut {
+            Some(why) => Gave::Cut(why),
+            None => Gave::End,
+        }
     }
 
     fn stop(&mut self) {

@@ -49,6 +49,10 @@ pub struct Answer<O = ()> {
     /// The answer cannot be complete (a producer that stopped short):
     /// the stream is reset instead of ended.
     pub broken: bool,
+    /// It is a WebSocket's tunnel (an extended CONNECT whose upstream
+    /// switched): a cut one is reset with CANCEL, the TCP reset it
+    /// stands for (RFC 8441 §5), not INTERNAL_ERROR.
+    pub tunnel: bool,
     /// The producer's output is read and dropped (a HEAD request, a
     /// bodiless status): the stream ended with the HEADERS.
     pub discard: bool,
@@ -83,6 +87,7 @@ impl<O: Default> Answer<O> {
             program: false,
             open: false,
             broken: false,
+            tunnel: false,
             discard: false,
             progress: started,
             window_since: None,

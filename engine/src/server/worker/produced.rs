@@ -554,11 +554,16 @@ mod h2 {
 
         /// Ends a produced answer's stream whose body is all framed:
         /// END_STREAM (on its trailers' HEADERS if it has any), or
-        /// RST_STREAM if it is short (nothing if the head ended it).
+        /// RST_STREAM if it is short (CANCEL for a tunnel the upstream
+        /// reset, RFC 8441 §5; nothing if the head ended it).
         pub(in crate::server::worker) fn h2_finish_stream(&mut self, c: &mut Conn, a: Answer) {
             if let Some(s) = c.proto.h2_mut() {
                 if a.broken {
-                    s.conn.reset(a.id, ErrorCode::Internal);
+                    let code = match a.tunnel {
+                        true => ErrorCode::Cancel,
+                        false => ErrorCode::Internal,
+                    };
+                    s.conn.reset(a.id, code);
                 } else if !a.trailers.is_empty() {
                     let scratch = &mut self.pools.h2_scratch;
                     s.send_trailers(a.id, &a.trailers, scratch);

@@ -400,12 +400,14 @@ impl Worker {
         if let Some(w) = a.wait.take().and_then(|id| self.exchanges.take_wait(id)) {
             self.forget_wait(c, Some(a.id), w);
         }
+        // (A process or handler that never answered is logged as 499.
+        // One that did has its upstream's whole time put in its line,
+        // which is why the line is taken only after the run stopped.)
+        let drafted = a.log.is_some();
+        self.h2_run_abandon(c, &mut a, !drafted);
         let Some((text, draft)) = a.log.take() else {
-            // (A process or handler that never answered is logged as 499.)
-            self.h2_run_abandon(c, &mut a, true);
             return;
         };
-        self.h2_run_abandon(c, &mut a, false);
         self.lend_out(c);
         let framed = a.body_len - a.queued();
         let end = c.queued_end();

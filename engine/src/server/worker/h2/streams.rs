@@ -268,6 +268,7 @@ impl Worker {
             // requests wait behind; the stream limit bounds tunnels.
             let tunnel = run.request.req.field(Field::Upgrade).is_some()
                 && (200..300).contains(&run.status());
+            a.tunnel = tunnel;
             if a.program && tunnel {
                 a.program = false;
                 if let Some((_, programs)) = S::answers(&mut c.proto) {
