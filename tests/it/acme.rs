@@ -968,6 +968,35 @@ fn localhost_and_addresses_get_a_certificate_from_the_local_ca_without_any_ca_as
     assert!(!server.stderr().contains("[error]"), "{}", server.stderr());
 }
 
+/// A name brisk holds no certificate for (none configured, none
+/// obtained) is refused with the alert RFC 6066 §3 gives for a server
+/// name the server does not recognise, unrecognized_name (112), as
+/// nginx's `ssl_reject_handshake` does, not access_denied (49: "a valid
+/// certificate or PSK was received" and access control refused it),
+/// which rustls sends when no certificate resolves.
+#[test]
+fn a_name_with_no_certificate_is_refused_with_unrecognized_name() {
+    let mut b = crate::common::Builder::new();
+    let base = b.base().to_path_buf();
+    let (http, tls) = (free_port(), free_port());
+    let toml = format!(
+        "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
+         storage = \"{}/acme\"\nhosts = [\"localhost\"]\n",
+        base.display()
+    );
+    b.config(&toml).listen_from_config().listeners(2);
+    let server = b.start();
+    server.wait_stderr_line("from brisk's local CA");
+    let ca = CertificateDer::from_pem_file(base.join("acme/local/ca.pem")).unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{tls}").parse().unwrap();
+    let chain = poll(Duration::from_secs(10), || {
+        served_chain(addr, "localhost", ca.clone()).ok()
+    });
+    assert!(chain.is_some(), "{}", server.stderr());
+    let refused = served_chain(addr, "unknown.test", ca).unwrap_err();
+    assert!(refused.contains("UnrecognisedName"), "{refused}");
+}
+
 /// With `chroot`, the storage lies in the jail and is used from inside
 /// it (it was made by its outside path after the chroot: no
 /// certificate); the line naming the local CA gives the path from

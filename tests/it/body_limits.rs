@@ -213,3 +213,59 @@ fn a_body_answered_without_being_read_is_read_and_dropped_not_reset_under_the_an
         }
     }
 }
+
+/// A body refused for its size leaves a line naming the client, the
+/// length it said and the limit it is over (nginx: "client intended to
+/// send too large body"): over `limits.max_body` before routing, over a
+/// rule's own after it, and over HTTP/2.
+#[test]
+fn a_body_refused_for_its_length_is_logged_with_the_limit() {
+    let s = site();
+    let r = post(&s, "/cgi-bin/count.sh", &vec![b'x'; 70_000], false);
+    assert_eq!(r.status, 413);
+    s.wait_stderr_line(
+        "client 127.0.0.1: request body of 70000 bytes is over the limit of 65536 bytes: 413 \"POST /cgi-bin/count.sh\"",
+    );
+    let r = post(&s, "/big/count.sh", &vec![b'x'; 70_000], false);
+    assert_eq!(r.status, 200);
+    let mut raw =
+        b"POST /big/count.sh HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n".to_vec();
+    raw.extend_from_slice(b"x");
+    let r = s.request(&raw);
+    assert_eq!(r.status, 413);
+    s.wait_stderr_line(
+        "client 127.0.0.1: request body of 4000000 bytes is over the limit of 3145728 bytes: 413 \"POST /big/count.sh\"",
+    );
+    let mut raw = b"POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n".to_vec();
+    raw.extend_from_slice(b"x");
+    assert_eq!(s.request(&raw).status, 413);
+    s.wait_stderr_line(
+        "client 127.0.0.1: request body of 4000000 bytes is over the limit of 3145728 bytes: 413 \"POST /a.txt\"",
+    );
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn over_http_2_a_body_refused_for_its_size_is_logged_with_the_limit() {
+    use crate::common::h2::H2;
+    let s = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let body = vec![b'x'; 70_000];
+    let ids = [
+        c.request(
+            "POST",
+            "/cgi-bin/count.sh",
+            &[("content-length", "70000")],
+            Some(&body),
+        ),
+        c.request("POST", "/cgi-bin/count.sh?streamed", &[], Some(&body)),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), a[1].status()), ("413", "413"));
+    s.wait_stderr_line(
+        "client 127.0.0.1: request body of 70000 bytes is over the limit of 65536 bytes: 413 \"POST /cgi-bin/count.sh\"",
+    );
+    s.wait_stderr_line(
+        "client 127.0.0.1: request body is over the limit of 65536 bytes: 413 \"POST /cgi-bin/count.sh?streamed\"",
+    );
+}

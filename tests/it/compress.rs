@@ -740,6 +740,50 @@ fn cgi_output_already_encoded_or_incompressible_passes_as_it_is() {
     }
 }
 
+/// A program's 304 carries the ETag and Vary its 200 to the same
+/// request would have (RFC 9110 §15.4.5): a client that accepts gzip
+/// holds the compressed answer under `W/"v1"`, so the 304 that
+/// revalidates it says `W/"v1"` too, not the program's strong `"v1"`,
+/// which a cache may not take as the same validator (RFC 9111 §4.3.4)
+/// and would not freshen its copy by. A weak tag matches a strong copy
+/// as well (a weak comparison), so a 304 without `Content-Type` gets it
+/// whenever a coding is chosen. A 304 whose type is not compressible,
+/// or that says `no-transform`, stays as written.
+#[test]
+fn a_program_s_304_carries_the_validators_of_its_compressed_200() {
+    let s = cgi_site("Status: 304 Not Modified\\r\\nETag: \"v1\"\\r\\n");
+    let r = s.get_with(
+        "/cgi-bin/page",
+        "Accept-Encoding: gzip\r\nIf-None-Match: W/\"v1\"\r\n",
+    );
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "304 Not Modified",
+            "ETag: W/\"v1\"\r\nVary: Accept-Encoding\r\nConnection: close\r\n"
+        )
+    );
+    // No coding accepted: the tag as written, and it varies.
+    let r = s.get_with("/cgi-bin/page", "If-None-Match: \"v1\"\r\n");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "304 Not Modified",
+            "ETag: \"v1\"\r\nVary: Accept-Encoding\r\nConnection: close\r\n"
+        )
+    );
+    for head in [
+        "Status: 304 Not Modified\\r\\nContent-Type: image/png\\r\\nETag: \"v1\"\\r\\n",
+        "Status: 304 Not Modified\\r\\nCache-Control: no-transform\\r\\nETag: \"v1\"\\r\\n",
+    ] {
+        let s = cgi_site(head);
+        let r = s.get_with("/cgi-bin/page", "Accept-Encoding: gzip\r\n");
+        assert_eq!(r.status, 304, "{head}");
+        assert_eq!(r.header("etag"), Some("\"v1\""), "{head}");
+        assert!(r.header("vary").is_none(), "{head}");
+    }
+}
+
 #[cfg(feature = "http2")]
 #[test]
 fn h2_cgi_output_is_compressed() {

@@ -372,6 +372,28 @@ fn php_warnings_go_to_the_error_log() {
     );
 }
 
+/// Every line about a FastCGI request names it (method and target as
+/// sent), as nginx's "request: ..." does: with a front controller the
+/// script alone names no request. A PHP warning (the application's
+/// stderr) and a failure (a 504) both.
+#[test]
+fn fastcgi_lines_name_the_request() {
+    let Some((_fpm, s)) = started() else { return };
+    assert_eq!(s.get("/warn.php?from=front").text(), "done\n");
+    let line = s.wait_stderr_line("careful: something odd");
+    assert!(
+        line.contains("warn.php (\"GET /warn.php?from=front\"): "),
+        "{line}"
+    );
+    let r = s.get("/slow/nap.php?long=1");
+    assert_eq!(r.status, 504, "{}", r.text());
+    let line = s.wait_stderr_line("the application was silent for read_timeout");
+    assert!(
+        line.contains("nap.php (\"GET /slow/nap.php?long=1\"): "),
+        "{line}"
+    );
+}
+
 #[test]
 fn scripts_must_exist_beneath_the_root_before_anything_is_sent() {
     let Some((_fpm, s)) = started() else { return };
@@ -810,7 +832,7 @@ fn a_socket_brisks_user_may_not_write_to_says_what_to_change() {
     assert_eq!(r.status, 502, "{}", r.text());
     // (The line may come a moment after the answer.)
     s.wait_stderr_line(&format!(
-        "fastcgi {}/x.php: unix:{}: cannot connect: Permission denied (os error 13): the \
+        "fastcgi {}/x.php (\"GET /x.php\"): unix:{}: cannot connect: Permission denied (os error 13): the \
          user brisk serves as may not write to the socket; let it (php-fpm: listen.owner, \
          listen.group and listen.mode in the pool), or serve as a user or group that may \
          (user = \"www-data\"); 502",

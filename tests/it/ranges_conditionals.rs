@@ -512,6 +512,46 @@ fn date_fields_sent_twice_over_http2_are_ignored() {
     assert_eq!(a[3].status(), "304");
 }
 
+/// `Range` is no list of field lines (RFC 9110 §14.2: one
+/// ranges-specifier), so two lines joined as §5.3 would (`bytes=0-4,
+/// bytes=10-14`) are no valid range set, and the whole file is sent (a
+/// server may always ignore Range). Taking the first line, as nginx,
+/// lighttpd and Caddy do, would answer with a part that a cache or
+/// proxy in front that took the last line files under another range.
+#[test]
+fn range_sent_on_several_lines_is_ignored() {
+    let s = site();
+    for extra in [
+        "Range: bytes=0-4\r\nRange: bytes=10-14\r\n",
+        "Range: bytes=0-4\r\nrange: bytes=0-4\r\n",
+        "Range: bytes=0-4\r\nRange: bytes=\r\n",
+    ] {
+        assert_file(&s.get_with("/d.txt", extra), DIGITS, TEXT, "", Conn::Close);
+    }
+    // One line still counts, a list in it too.
+    let r = s.get_with("/d.txt", "Range: bytes=0-4\r\n");
+    assert_eq!((r.status, r.body.as_slice()), (206, &DIGITS[..5]));
+}
+
+/// [`range_sent_on_several_lines_is_ignored`] over HTTP/2.
+#[cfg(feature = "http2")]
+#[test]
+fn range_sent_twice_over_http2_is_ignored() {
+    use common::h2::H2;
+    let s = site();
+    let mut c = H2::connect(s.addr(), &[], 65_535);
+    let ids = [
+        c.get(
+            "/d.txt",
+            &[("range", "bytes=0-4"), ("range", "bytes=10-14")],
+        ),
+        c.get("/d.txt", &[("range", "bytes=0-4")]),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), a[0].body.as_slice()), ("200", DIGITS));
+    assert_eq!((a[1].status(), a[1].body.as_slice()), ("206", &DIGITS[..5]));
+}
+
 #[test]
 fn a_listing_has_no_validators_so_only_a_star_matches() {
     let mut b = Builder::new();

@@ -149,25 +149,36 @@ const fn too_large(reason: &'static str) -> ParseError {
     }
 }
 
-/// Whether `b` may appear in a request target: visible ASCII except `#`.
-/// A raw byte >= 0x80 is never part of a URI (RFC 3986 §2: non-ASCII must
-/// be percent-encoded; RFC 9112 §3.2 lets a server answer 400 to an
-/// invalid target), and passing it on would hand a CGI script or a log
-/// bytes of no defined meaning. A fragment (`#…`, RFC 3986 §3.5) is for
-/// the client alone and is never sent (RFC 9112 §3.2 has no room for it):
-/// one that arrives is a broken or hostile client, and guessing whether
-/// `/a#b` means `/a` would make brisk differ from whatever sits in front.
-/// The other bytes RFC 3986 leaves out (`"`, `{`, `|`, `\`, …) are accepted,
+/// Whether `b` may appear in a request target: visible ASCII except `#`,
+/// and any byte >= 0x80. RFC 3986 §2 wants non-ASCII percent-encoded, but
+/// curl given a literal `é` sends it raw, and nginx, lighttpd and Caddy
+/// accept it in the path and the query: brisk does too, and hands it on
+/// as sent (the path module takes bytes >= 0x80 as ordinary; both logs
+/// escape them). Controls are not (see [`has_c1_control`] for those
+/// written in UTF-8). A fragment (`#…`, RFC 3986 §3.5) is for the client
+/// alone and is never sent (RFC 9112 §3.2 has no room for it): one that
+/// arrives is a broken or hostile client, and guessing whether `/a#b`
+/// means `/a` would make brisk differ from whatever sits in front. The
+/// other bytes RFC 3986 leaves out (`"`, `{`, `|`, `\`, …) are accepted,
 /// as every common client and server does.
 fn is_target_byte(b: u8) -> bool {
-    b > 0x20 && b < 0x7f && b != b'#'
+    b > 0x20 && b != 0x7f && b != b'#'
+}
+
+/// Whether `target` holds a C1 control (U+0080–U+009F) in UTF-8: a
+/// control like the C0 ones, which no URI typed or linked carries (a
+/// terminal takes U+009B as CSI), so it is refused with them.
+fn has_c1_control(target: &[u8]) -> bool {
+    target.contains(&0xc2)
+        && target
+            .windows(2)
+            .any(|w| w[0] == 0xc2 && (0x80..0xa0).contains(&w[1]))
 }
 
 /// Why `b` (not a target byte) cannot be in a request target.
 fn target_byte_error(b: u8) -> ParseError {
     match b {
         b'#' => bad("fragment (#) in request target"),
-        0x80.. => bad("raw byte above 0x7F in request target (percent-encode it)"),
         _ => bad("invalid character in request target"),
     }
 }
@@ -277,6 +288,9 @@ fn parse_request_line(line: &[u8], complete: bool) -> Result<Option<RequestLine<
         return Err(bad("empty request target"));
     }
     let target = &rest[..target_end];
+    if has_c1_control(target) {
+        return Err(bad("C1 control character in request target"));
+    }
 
     match parse_version(&rest[target_end + 1..], complete)? {
         Some(version) if complete => Ok(Some(RequestLine {

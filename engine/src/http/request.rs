@@ -60,12 +60,13 @@ const FIELDS: usize = 11;
 
 /// How many [`Field`]s are joined when sent on several lines (see
 /// [`Field::list`]).
-const JOINED: usize = 6;
+const JOINED: usize = 7;
 
 impl Field {
     /// Where a field whose lines are joined is in
-    /// [`OwnedRequest::joined`]: the list fields, and the date fields
-    /// and `If-Range`, which are not lists (see [`OwnedRequest::field`]).
+    /// [`OwnedRequest::joined`]: the list fields, and the date fields,
+    /// `If-Range` and `Range`, which are not lists (see
+    /// [`OwnedRequest::field`]).
     #[inline(always)]
     fn list(self) -> Option<usize> {
         match self {
@@ -75,6 +76,7 @@ impl Field {
             Field::IfModifiedSince => Some(3),
             Field::IfUnmodifiedSince => Some(4),
             Field::IfRange => Some(5),
+            Field::Range => Some(6),
             _ => None,
         }
     }
@@ -117,8 +119,8 @@ pub struct OwnedRequest {
     /// Where each [`Field`] is first in `headers`, plus one (0: absent).
     fields: [u8; FIELDS],
     /// `If-Match`, `If-None-Match`, `Accept-Encoding`,
-    /// `If-Modified-Since`, `If-Unmodified-Since` and `If-Range` (in that
-    /// order; see [`Field::list`]) when sent on several lines: their
+    /// `If-Modified-Since`, `If-Unmodified-Since`, `If-Range` and `Range`
+    /// (in that order; see [`Field::list`]) when sent on several lines: their
     /// values joined into one list, as RFC 9110 §5.3 combines them, in
     /// `bytes` after the head.
     joined: [Option<Span>; JOINED],
@@ -252,6 +254,7 @@ impl OwnedRequest {
             (3, "if-modified-since"),
             (4, "if-unmodified-since"),
             (5, "if-range"),
+            (6, "range"),
         ] {
             if lists & (1 << i) == 0 {
                 continue;
@@ -413,7 +416,11 @@ impl OwnedRequest {
     /// lists, so the value is no HTTP-date nor entity tag, and is ignored
     /// (RFC 9110 §5.3, §13.1.3, §13.1.4) or matches nothing (§13.1.5), as
     /// one line holding two dates is; the first line's date was taken
-    /// (a 304, a 412, a range of what may be another version).
+    /// (a 304, a 412, a range of what may be another version). So is
+    /// `Range`, one ranges-specifier (§14.2): `bytes=0-4, bytes=9-` is no
+    /// range set and is ignored (the whole representation), where the
+    /// first line's range was served and a cache in front that read the
+    /// last line would have filed it under another.
     pub fn field(&self, field: Field) -> Option<&[u8]> {
         if let Some(span) = Field::list(field).and_then(|i| self.joined[i]) {
             return Some(self.get(span));
@@ -676,8 +683,8 @@ mod tests {
 
     #[test]
     fn if_match_and_if_none_match_on_several_lines_are_one_list() {
-        // RFC 9110 §5.3: the lines of a list field are one list; other
-        // fields are read from their first line.
+        // RFC 9110 §5.3: the lines of a list field are one list (and
+        // Range's are joined the same way, see the next test).
         let mut r = parsed(
             b"GET / HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\"\r\nRange: bytes=1-\r\nif-none-match: \"b\", \"c\"\r\nIf-Match: *\r\nRange: bytes=2-\r\n\r\n",
         );
@@ -686,7 +693,7 @@ mod tests {
             Some(&b"\"a\", \"b\", \"c\""[..])
         );
         assert_eq!(r.field(Field::IfMatch), Some(&b"*"[..]));
-        assert_eq!(r.field(Field::Range), Some(&b"bytes=1-"[..]));
+        assert_eq!(r.field(Field::Range), Some(&b"bytes=1-, bytes=2-"[..]));
         assert_eq!(r.headers().count(), 6, "the lines themselves stay as sent");
         // The next request forgets the joined list.
         r.parse(
@@ -698,7 +705,7 @@ mod tests {
     }
 
     #[test]
-    fn date_fields_and_if_range_on_several_lines_are_joined() {
+    fn date_fields_if_range_and_range_on_several_lines_are_joined() {
         // Not lists: joined, their value is no date (RFC 9110 §5.3), and
         // is ignored, where the first line's date was taken.
         let r = parsed(
@@ -707,6 +714,9 @@ mod tests {
         assert_eq!(r.field(Field::IfModifiedSince), Some(&b"a, b"[..]));
         assert_eq!(r.field(Field::IfUnmodifiedSince), Some(&b"c, f"[..]));
         assert_eq!(r.field(Field::IfRange), Some(&b"d, e"[..]));
+        // Nor is Range: joined, it is no range set (§14.2).
+        let r = parsed(b"GET / HTTP/1.1\r\nHost: x\r\nRange: bytes=0-4\r\nrange: bytes=9-\r\n\r\n");
+        assert_eq!(r.field(Field::Range), Some(&b"bytes=0-4, bytes=9-"[..]));
     }
 
     #[test]
@@ -715,7 +725,7 @@ mod tests {
             b"GET / HTTP/1.1\r\nHost: x\r\nrange: bytes=1-\r\nIF-NONE-MATCH: \"a\"\r\nRange: bytes=2-\r\nReferer: r\r\nupGRADE: h2c\r\nUser-Agent: u\r\nIf-Range: \"b\"\r\nIf-Match: *\r\nAuthorization: Basic x\r\nAccept-Encoding: gzip\r\nIf-Modified-Since: m\r\nIf-Unmodified-Since: n\r\n\r\n",
         );
         let fields = [
-            (Field::Range, "bytes=1-"),
+            (Field::Range, "bytes=1-, bytes=2-"),
             (Field::IfNoneMatch, "\"a\""),
             (Field::Referer, "r"),
             (Field::Upgrade, "h2c"),
@@ -730,7 +740,7 @@ mod tests {
         for (field, value) in fields {
             assert_eq!(r.field(field), Some(value.as_bytes()), "{field:?}");
         }
-        assert_eq!(r.header("range"), r.field(Field::Range), "the first one");
+        assert_eq!(r.header("range"), Some(&b"bytes=1-"[..]), "the first one");
         let r = parsed(b"GET / HTTP/1.1\r\nHost: x\r\nX-Range: y\r\n\r\n");
         assert_eq!(r.field(Field::Range), None);
     }

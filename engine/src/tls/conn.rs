@@ -272,6 +272,7 @@ impl TlsConn {
             Stage::Handshake(conn, secrets) => {
                 // (Nothing another connection's hello left, a QUIC one's.)
                 let _ = super::sni::heard();
+                let _ = super::sni::unresolved();
                 let start = out.len();
                 let result = drive(
                     conn,
@@ -298,7 +299,23 @@ impl TlsConn {
                     // go out. (Before a version is chosen, nothing but
                     // brisk's own alert, `next_record`'s, is in `out`.)
                     flush_alert(conn, incoming, out);
-                    if out.len() == start {
+                    if super::sni::unresolved() {
+                        // No certificate for the name: rustls says
+                        // access_denied (49), which is for a peer refused
+                        // after its certificate or PSK was checked. RFC
+                        // 6066 §3 gives unrecognized_name (112) for a
+                        // server name the server does not recognise (as
+                        // nginx's ssl_reject_handshake sends); without a
+                        // name, handshake_failure (40). Nothing is
+                        // encrypted yet: the certificate is chosen before
+                        // the ServerHello.
+                        out.truncate(start);
+                        let alert = match self.sni {
+                            Some(Some(_)) => rustls::AlertDescription::UnrecognisedName,
+                            _ => rustls::AlertDescription::HandshakeFailure,
+                        };
+                        plaintext_alert(alert, out);
+                    } else if out.len() == start {
                         unexpected_alert(conn, e, out);
                     }
                 }

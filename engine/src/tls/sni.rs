@@ -284,8 +284,23 @@ impl ResolvesServerCert for ByName {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         let name = hello.server_name();
         HEARD.with(|h| *h.borrow_mut() = Some(name.map(normalized)));
-        self.pick(name, hello.alpn())
+        let picked = self.pick(name, hello.alpn());
+        UNRESOLVED.with(|u| u.set(picked.is_none()));
+        picked
     }
+}
+
+thread_local! {
+    /// Whether the last ClientHello rustls asked for a certificate on
+    /// this thread, since the last [`unresolved`], got none.
+    static UNRESOLVED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the ClientHello rustls asked a certificate for on this thread
+/// since the last call got none (rustls then refuses the handshake with
+/// access_denied, which `super::conn` replaces: see there).
+pub fn unresolved() -> bool {
+    UNRESOLVED.with(|u| u.replace(false))
 }
 
 thread_local! {

@@ -181,6 +181,10 @@ pub fn decide(
     headers: &mut Vec<u8>,
     len: Option<u64>,
 ) -> Option<crate::config::Coding> {
+    if cfg.enable && status == 304 {
+        not_modified(cfg, accept, headers);
+        return None;
+    }
     if !cfg.enable
         || status < 200
         || matches!(status, 204 | 206 | 304)
@@ -210,13 +214,7 @@ pub fn decide(
     let mut out = Vec::with_capacity(headers.len() + 64);
     for line in headers.split_inclusive(|&b| b == b'\n') {
         match field(line) {
-            Some((name, value))
-                if name.eq_ignore_ascii_case(b"etag") && value.first() == Some(&b'"') =>
-            {
-                out.extend_from_slice(b"ETag: W/");
-                out.extend_from_slice(value);
-                out.extend_from_slice(b"\r\n");
-            }
+            Some((name, value)) if is_strong_etag(name, value) => weak_etag(&mut out, value),
             // The ranges an upstream (or a program) offers are of its
             // identity body, not of the coded one brisk sends: a client
             // that resumed this download with `Range` would get the
@@ -230,6 +228,53 @@ pub fn decide(
     out.extend_from_slice(b"\r\nVary: Accept-Encoding\r\n");
     *headers = out;
     Some(coding)
+}
+
+/// Whether `name: value` is a strong `ETag`.
+fn is_strong_etag(name: &[u8], value: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"etag") && value.first() == Some(&b'"')
+}
+
+/// Appends an `ETag` line with the strong tag `value` made weak.
+fn weak_etag(out: &mut Vec<u8>, value: &[u8]) {
+    out.extend_from_slice(b"ETag: W/");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Gives a 304 (header lines `headers`) the `ETag` and `Vary` that the
+/// 200 it stands for would have had (RFC 9110 §15.4.5): a client that
+/// accepts a coding holds the compressed answer under the weak tag
+/// [`decide`] gave it, and a strong one in the 304 is not the same
+/// validator to a cache (RFC 9111 §4.3.4), which would not freshen its
+/// copy by it. A program's 304 seldom says its type: without one it is
+/// taken as compressible (a weak tag matches a stored strong one too, by
+/// the weak comparison); with an incompressible one, a
+/// `Content-Encoding` or `no-transform`, the head stays as it is.
+fn not_modified(cfg: &CompressConfig, accept: Option<&[u8]>, headers: &mut Vec<u8>) {
+    let mut strong = false;
+    for line in headers.split(|&b| b == b'\n') {
+        let Some((name, value)) = field(line) else {
+            continue;
+        };
+        if !allows(name, value)
+            || (name.eq_ignore_ascii_case(b"content-type") && !compressible(value, &cfg.types))
+        {
+            return;
+        }
+        strong |= is_strong_etag(name, value);
+    }
+    if strong && choose(accept, &cfg.encodings).is_some() {
+        let mut out = Vec::with_capacity(headers.len() + 32);
+        for line in headers.split_inclusive(|&b| b == b'\n') {
+            match field(line) {
+                Some((name, value)) if is_strong_etag(name, value) => weak_etag(&mut out, value),
+                _ => out.extend_from_slice(line),
+            }
+        }
+        *headers = out;
+    }
+    headers.extend_from_slice(b"Vary: Accept-Encoding\r\n");
 }
 
 /// Whether a head with the field `name: value` may be compressed: not
@@ -334,7 +379,7 @@ mod tests {
                 200,
             ),
             ("Content-Type: text/html\r\n", None, 206),
-            ("Content-Type: text/html\r\n", None, 304),
+            ("Content-Type: image/png\r\nETag: \"a\"\r\n", None, 304),
             ("Content-Type: text/html\r\n", None, 204),
         ] {
             let mut h = reply(headers, len);
@@ -349,6 +394,23 @@ mod tests {
         let mut h = reply("Content-Type: text/plain\r\n", None);
         assert!(start_stream(&c, Some(b"identity"), &mut h, false).is_none());
         assert!(h.headers.ends_with(b"Vary: Accept-Encoding\r\n"));
+        // A 304 has no body, but the validators its 200 would have had
+        // (RFC 9110 §15.4.5): a weak tag when a coding is chosen, Vary.
+        for (accept, want) in [
+            (
+                &b"gzip"[..],
+                "ETag: W/\"a\"\r\nContent-Type: text/html\r\nVary: Accept-Encoding\r\n",
+            ),
+            (
+                b"identity",
+                "ETag: \"a\"\r\nContent-Type: text/html\r\nVary: Accept-Encoding\r\n",
+            ),
+        ] {
+            let mut h = reply("ETag: \"a\"\r\nContent-Type: text/html\r\n", None);
+            h.status = 304;
+            assert!(start_stream(&c, Some(accept), &mut h, false).is_none());
+            assert_eq!(String::from_utf8_lossy(&h.headers), want);
+        }
     }
 
     #[test]

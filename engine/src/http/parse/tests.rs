@@ -123,19 +123,38 @@ fn target_bytes() {
     assert_code(b"GET /a\x7fb HTTP/1.1\r\nHost: a\r\n\r\n", 400);
     assert_code(b"GET /a\x00b HTTP/1.1\r\nHost: a\r\n\r\n", 400);
     assert_code(b"GET /a\x1bb HTTP/1.1\r\nHost: a\r\n\r\n", 400);
-    // Raw bytes >= 0x80 (unencoded UTF-8 or not) are refused at once,
-    // in the path and in the query, before the line is complete.
+    // Raw bytes >= 0x80 (unencoded UTF-8 or not) are accepted in the path
+    // and the query, as nginx, lighttpd and Caddy do, and kept as sent.
+    for (t, want) in [
+        (
+            &b"GET /\xce\xb4\xc2\xb6 HTTP/1.1\r\nHost: a\r\n\r\n"[..],
+            &b"/\xce\xb4\xc2\xb6"[..],
+        ),
+        (b"GET /a?q=\xff HTTP/1.1\r\nHost: a\r\n\r\n", b"/a?q=\xff"),
+        (
+            b"GET /a?q=\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"/a?q=\xc3\xa9",
+        ),
+        (
+            b"GET http://a/\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"/\xc3\xa9",
+        ),
+    ] {
+        ok(t, |r| assert_eq!(&*r.target, want));
+    }
+    // But not in the host, nor a C1 control written in UTF-8.
+    assert_code(b"GET http://\xc3\xa9/ HTTP/1.1\r\nHost: a\r\n\r\n", 400);
     for t in [
-        &b"GET /\xce\xb4\xc2\xb6 HTTP/1.1\r\nHost: a\r\n\r\n"[..],
-        b"GET /a?q=\xff HTTP/1.1\r\nHost: a\r\n\r\n",
-        b"GET /\x80",
-        b"GET http://a/\xc3\xa9 HTTP/1.1\r\n\r\n",
+        &b"GET /\xc2\x9b31m HTTP/1.1\r\nHost: a\r\n\r\n"[..],
+        b"GET /a?q=\xc2\x80 HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET /a?q=\xc2\x9f HTTP/1.1\r\nHost: a\r\n\r\n",
     ] {
         assert_code(t, 400);
         with(t, &LIMITS, |r| {
-            assert!(matches!(r, Err(e) if e.reason.contains("0x7F")), "{r:?}")
+            assert!(matches!(r, Err(e) if e.reason.contains("C1")), "{r:?}")
         });
     }
+    ok(b"GET /a?q=\xc2\xa0\xc2 HTTP/1.1\r\nHost: a\r\n\r\n", |_| ());
     // Percent-encoded, the same bytes are fine.
     ok(b"GET /%CE%B4?q=%FF HTTP/1.1\r\nHost: a\r\n\r\n", |r| {
         assert_eq!(&*r.target, b"/%CE%B4?q=%FF");

@@ -19,6 +19,7 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
+use crate::http::request::OwnedRequest;
 use crate::http::Status;
 
 impl Router {
@@ -72,10 +73,11 @@ impl Router {
             return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         };
         if let Some(Err(e)) = held.as_mut().map(Spool::rewind) {
+            let label = label(&script.filename, routing.req);
             routing.log.log(
                 Level::Error,
                 format_args!(
-                    "fastcgi: cannot read back the request body held in a temporary file: {e}"
+                    "{label}: cannot read back the request body held in a temporary file: {e}"
                 ),
             );
             return Plan::told_error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
@@ -107,7 +109,7 @@ impl Router {
             params,
             body,
             opts: Options {
-                label: label(&script.filename),
+                label: label(&script.filename, req),
                 connect_timeout: rule.connect_timeout,
                 read_timeout: rule.read_timeout,
                 send_timeout: rule.send_timeout,
@@ -134,12 +136,20 @@ pub(super) fn group(rule: &FastcgiRule) -> Shared {
     std::rc::Rc::new(std::cell::RefCell::new(Group::fastcgi(rule)))
 }
 
-/// The label of a request for `script` in the log (`fastcgi FILE`), in
-/// one allocation.
-fn label(script: &std::path::Path) -> String {
+/// The label of request `req` for `script` in the log, which every line
+/// about it starts with: `fastcgi FILE ("GET /target")`. The script
+/// alone names no request when one front controller answers them all;
+/// nginx ends its lines with `request: "GET /target HTTP/1.1"`. (The
+/// target as sent, quoted; the logger escapes what is left.)
+fn label(script: &std::path::Path, req: &OwnedRequest) -> String {
+    use std::fmt::Write as _;
     let name = script.to_string_lossy();
-    let mut label = String::with_capacity(8 + name.len());
+    let method = String::from_utf8_lossy(req.method_token());
+    let target = String::from_utf8_lossy(req.target());
+    let mut label = String::with_capacity(16 + name.len() + method.len() + target.len());
     label.push_str("fastcgi ");
     label.push_str(&name);
+    let line = format!("{method} {target}");
+    let _ = write!(label, " ({line:?})");
     label
 }

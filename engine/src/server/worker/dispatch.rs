@@ -301,6 +301,10 @@ impl Worker {
                     self.route(c, r, None, redirects, &mut decoder)
                 }
                 Err(e) => {
+                    if e.status == Status::CONTENT_TOO_LARGE {
+                        let max = self.settings.body_limits.max_body;
+                        self.body_too_large(c, &r.req, max);
+                    }
                     let mut p = Plan::error(e.status, &mut r.scratch);
                     p.close = true;
                     refused = true;
@@ -510,6 +514,40 @@ impl Worker {
     /// short, a PROXY header missing), within a budget of lines a second
     /// per worker, and then one line counting those left out: a flood of
     /// garbage is not a flood of lines (the access log has each answer).
+    /// Logs (as [`Worker::client_info`], rate-limited) that the body of
+    /// `c`'s request `req` is over `max` bytes, the limit it is refused
+    /// for with 413: `length` if its head said so (`Content-Length`),
+    /// else once it grew past it. (nginx: "client intended to send too
+    /// large body".)
+    pub(super) fn body_too_large(&mut self, c: &Conn, req: &OwnedRequest, max: u64) {
+        let length = match req.body() {
+            BodyFraming::Length(n) => Some(n),
+            _ => None,
+        };
+        self.body_too_large_as(c, (req.method_token(), req.target()), length, max);
+    }
+
+    /// [`Worker::body_too_large`] for a request line `(method, target)`.
+    pub(super) fn body_too_large_as(
+        &mut self,
+        c: &Conn,
+        (method, target): (&[u8], &[u8]),
+        length: Option<u64>,
+        max: u64,
+    ) {
+        let target = String::from_utf8_lossy(target);
+        let method = String::from_utf8_lossy(method);
+        let ip = c.peer.ip();
+        match length {
+            Some(n) => self.client_info(format_args!(
+                "client {ip}: request body of {n} bytes is over the limit of {max} bytes: 413 \"{method} {target}\""
+            )),
+            None => self.client_info(format_args!(
+                "client {ip}: request body is over the limit of {max} bytes: 413 \"{method} {target}\""
+            )),
+        }
+    }
+
     pub(super) fn client_info(&mut self, line: std::fmt::Arguments<'_>) {
         if !self.logger.enabled(Level::Info) {
             return;

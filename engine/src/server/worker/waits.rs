@@ -80,10 +80,13 @@ impl Worker {
             Routed::Defer(Deferred::Handler { .. }) => (max, true),
             Routed::Answer(plan) => (max, plan.body.is_produced()),
         };
-        if takes_body && matches!(r.req.body(), BodyFraming::Length(n) if n > max) {
-            let mut plan = Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch);
-            plan.close = true;
-            return Some(plan);
+        if let (true, BodyFraming::Length(n)) = (takes_body, r.req.body()) {
+            if n > max {
+                self.body_too_large(c, &r.req, max);
+                let mut plan = Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch);
+                plan.close = true;
+                return Some(plan);
+            }
         }
         if let Some(d) = decoder {
             d.bound(max);
@@ -361,11 +364,19 @@ impl Worker {
     pub(super) fn body_grew(&mut self, c: &mut Conn, stream: Option<u32>) -> bool {
         let max = self.settings.cfg.limits.max_body;
         let id = c.wait_id(stream);
+        // (The request line of one over its limit, copied out of the
+        // exchanges for its log line.)
+        let mut over = None;
         let status = match id.and_then(|id| self.exchanges.wait_mut(id)) {
             Some(Wait::Handler(w)) => {
                 self.counts.handler_bodies += (w.body.len() - w.counted) as u64;
                 w.counted = w.body.len();
                 if w.body.len() as u64 > max {
+                    over = Some((
+                        w.held.req.method_token().to_vec(),
+                        w.held.req.target().to_vec(),
+                        max,
+                    ));
                     Status::CONTENT_TOO_LARGE
                 } else if self.counts.handler_bodies > self.settings.cfg.limits.handler_bodies {
                     self.logger.log(
@@ -382,6 +393,12 @@ impl Worker {
             }
             Some(Wait::Whole(w)) => {
                 if w.body.len() > w.held.body_max {
+                    let req = &w.held.req;
+                    over = Some((
+                        req.method_token().to_vec(),
+                        req.target().to_vec(),
+                        w.held.body_max,
+                    ));
                     Status::CONTENT_TOO_LARGE
                 } else if let Some(e) = w.body.take_error() {
                     self.logger.log(
@@ -405,6 +422,9 @@ impl Worker {
             }
             Some(Wait::Check(_)) | None => return true,
         };
+        if let Some((method, target, max)) = over {
+            self.body_too_large_as(c, (&method, &target), None, max);
+        }
         if let Some(wait) = self.take_wait(c, stream) {
             self.refuse_wait(c, stream, wait, status);
         }

@@ -39,6 +39,17 @@ impl Worker {
                 if let Some(s) = c.proto.h2_mut() {
                     s.conn.release(id, data.len());
                 }
+                if let Some(run) = c.stream_run(id).and_then(|ex| self.exchanges.run(ex)) {
+                    // (Held by the exchanges: logged from a copy, once.)
+                    let req = &run.request.req;
+                    let line = (req.method_token().to_vec(), req.target().to_vec());
+                    let length = match req.body() {
+                        crate::http::parse::BodyFraming::Length(n) => Some(n),
+                        _ => None,
+                    };
+                    let max = run.request.body_max;
+                    self.body_too_large_as(c, (&line.0, &line.1), length, max);
+                }
                 return self.h2_run_body_refused(c, id, Status::CONTENT_TOO_LARGE);
             }
         }

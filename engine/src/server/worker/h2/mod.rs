@@ -366,6 +366,7 @@ impl Worker {
             Ok(()) if seen.is_err() => Some(Plan::error(Status::BAD_REQUEST, &mut r.scratch)),
             // (As HTTP/1.1 refuses a Content-Length over the limit.)
             Ok(()) if matches!(r.req.body(), BodyFraming::Length(n) if n > max) => {
+                self.body_too_large(c, &r.req, max);
                 Some(Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch))
             }
             Ok(()) => self.route(c, r, Some(id), 0, &mut None),
