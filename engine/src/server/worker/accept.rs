@@ -117,11 +117,17 @@ impl Worker {
                         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
                     ) =>
                 {
-                    self.logger.log(
-                        Level::Warn,
-                        format_args!("accept: {e}; pausing new connections for 100 ms"),
-                    );
-                    self.listen.pause(self.clock.now);
+                    match self.listen.pause(self.clock.now) {
+                        Some(0) => self.logger.log(
+                            Level::Warn,
+                            format_args!("accept: {e}; pausing new connections for 100 ms (said at most once a minute while it lasts)"),
+                        ),
+                        Some(n) => self.logger.log(
+                            Level::Warn,
+                            format_args!("accept: {e}; pausing new connections for 100 ms ({n} more such pauses since the last line)"),
+                        ),
+                        None => {}
+                    }
                 }
                 Err(_) => {}
             }

@@ -34,6 +34,9 @@ pub(super) const HANDSHAKES_PER_TURN: usize = 8;
 /// How long accepting stops once `accept` ran out of descriptors or
 /// memory.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// While pauses go on, the error log says so at most once in this long
+/// (a pause every 100 ms wrote 600 lines a minute).
+const PAUSE_LINE_EVERY: Duration = Duration::from_secs(60);
 
 /// What a worker listens with.
 pub(super) struct Listen {
@@ -67,6 +70,8 @@ pub(super) struct Listen {
     pub(super) tls_errors: LineBudget,
     /// Until when accepting stops.
     paused_until: Option<Instant>,
+    /// When the error log last said of a pause, and the pauses since.
+    pause_said: Option<(Instant, u64)>,
     /// When a look for idle connections to close, at
     /// `limits.max_connections`, found none: the next waits a while
     /// (see [`Worker::reclaim_idle`](super::Worker::reclaim_idle)).
@@ -103,6 +108,7 @@ impl Listen {
             handshakes_due: VecDeque::new(),
             tls_errors: LineBudget::new(TLS_ERRORS_PER_SEC, now),
             paused_until: None,
+            pause_said: None,
             none_idle_at: None,
             #[cfg(feature = "http3")]
             quic: None,
@@ -216,9 +222,18 @@ impl Listen {
         None
     }
 
-    /// Stops accepting for [`ACCEPT_PAUSE`] from `now`.
-    pub(super) fn pause(&mut self, now: Instant) {
+    /// Stops accepting for [`ACCEPT_PAUSE`] from `now`. Whether to say
+    /// so in the error log (at most once in [`PAUSE_LINE_EVERY`]), with
+    /// the number of pauses not said since the last line.
+    pub(super) fn pause(&mut self, now: Instant) -> Option<u64> {
         self.paused_until = Some(now + ACCEPT_PAUSE);
+        match &mut self.pause_said {
+            Some((at, unsaid)) if now.saturating_duration_since(*at) < PAUSE_LINE_EVERY => {
+                *unsaid += 1;
+                None
+            }
+            said => Some(said.replace((now, 0)).map_or(0, |(_, unsaid)| unsaid)),
+        }
     }
 
     /// Whether accepting is paused.
@@ -328,6 +343,20 @@ mod tests {
         assert!(l.resume_due(now + ACCEPT_PAUSE));
         assert!(!l.paused());
         assert!(!l.resume_due(now + ACCEPT_PAUSE));
+    }
+
+    #[test]
+    fn pauses_are_said_once_a_minute_with_the_count_of_the_others() {
+        let poll = Poll::new().unwrap();
+        let mut l = listen(&poll, 0);
+        let t0 = Instant::now();
+        assert_eq!(l.pause(t0), Some(0));
+        for i in 1..=5 {
+            assert_eq!(l.pause(t0 + ACCEPT_PAUSE * i), None);
+        }
+        assert_eq!(l.pause(t0 + PAUSE_LINE_EVERY), Some(5));
+        assert_eq!(l.pause(t0 + PAUSE_LINE_EVERY + ACCEPT_PAUSE), None);
+        assert_eq!(l.pause(t0 + PAUSE_LINE_EVERY * 3), Some(1));
     }
 
     #[test]
