@@ -764,3 +764,31 @@ fn a_root_symlink_that_moves_is_told_of_and_a_reload_follows_it() {
     assert!(line.contains("reloaded"), "{line}");
     assert_eq!(s.get("/v.txt").body, b"2");
 }
+
+#[test]
+fn a_reload_reopens_the_log_files_as_logrotate_snippets_expect() {
+    // logrotate moves the file, then its postrotate reloads (as many
+    // snippets written for nginx do): brisk wrote on to the moved file,
+    // which logrotate then compresses and removes, its lines lost. A
+    // reload reopens the logs as SIGUSR1 does.
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.config(LOG).access_log();
+    let s = b.start();
+    assert_eq!(s.get("/before").status, 404);
+    let log = s.base.path.join("access.log");
+    let moved = s.base.path.join("access.log.1");
+    wait_until("the first line", || {
+        fs::read_to_string(&log).is_ok_and(|l| l.contains("/before"))
+    });
+    fs::rename(&log, &moved).expect("rotate");
+    let line = reload(&s, "");
+    assert!(line.contains("configuration reloaded"), "{line}");
+    s.wait_stderr_line(&format!("reload (SIGHUP): reopened {}", log.display()));
+    assert_eq!(s.get("/after").status, 404);
+    wait_until("the line in the new file", || {
+        fs::read_to_string(&log).is_ok_and(|l| l.contains("/after"))
+    });
+    let old = fs::read_to_string(&moved).expect("moved log");
+    assert!(old.contains("/before") && !old.contains("/after"), "{old}");
+}

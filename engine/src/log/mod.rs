@@ -273,9 +273,15 @@ impl LogService {
     /// Reopens log files (after rotation; on SIGUSR1). Lines flushed before
     /// the call go to the old files, lines flushed after it to the new ones.
     pub fn reopen(&self) {
+        self.reopen_on("SIGUSR1");
+    }
+
+    /// [`LogService::reopen`] for `why` (`reload (SIGHUP)`: a reload
+    /// reopens them too), which the lines about it begin with.
+    pub fn reopen_on(&self, why: &'static str) {
         // A full queue means a writer far behind; waiting here would stall
         // the signal handling thread, so the request waits in line instead.
-        if let Err(TrySendError::Full(msg)) = self.tx.try_send(Msg::Reopen) {
+        if let Err(TrySendError::Full(msg)) = self.tx.try_send(Msg::Reopen(why)) {
             let tx = self.tx.clone();
             let _ = std::thread::Builder::new()
                 .name("brisk-log-reopen".to_string())

@@ -63,8 +63,9 @@ impl Batch {
 /// What travels to the writer thread, in order.
 pub(crate) enum Msg {
     Batch(Batch),
-    /// Reopen the files (after the batches queued before it are written).
-    Reopen,
+    /// Reopen the files (after the batches queued before it are written),
+    /// on this signal (`SIGUSR1`, `SIGHUP`), which its lines name.
+    Reopen(&'static str),
     /// Write what is queued before it, then stop.
     Stop,
 }
@@ -218,9 +219,9 @@ impl Writer {
                             self.write_pending();
                         }
                     }
-                    Msg::Reopen => {
+                    Msg::Reopen(signal) => {
                         self.write_pending();
-                        self.reopen();
+                        self.reopen(signal);
                     }
                     Msg::Stop => {
                         stop = true;
@@ -306,7 +307,7 @@ impl Writer {
         }
     }
 
-    fn reopen(&mut self) {
+    fn reopen(&mut self, signal: &str) {
         self.failed = false;
         let mut reopened: Vec<String> = Vec::new();
         let mut errors = Vec::new();
@@ -323,11 +324,11 @@ impl Writer {
             }
         }
         for msg in errors {
-            self.own_line(Level::Error, format_args!("SIGUSR1: {msg}"));
+            self.own_line(Level::Error, format_args!("{signal}: {msg}"));
         }
         if !reopened.is_empty() {
             let files = reopened.join(" and ");
-            self.own_line(Level::Info, format_args!("SIGUSR1: reopened {files}"));
+            self.own_line(Level::Info, format_args!("{signal}: reopened {files}"));
         }
         self.write_pending();
     }

@@ -475,6 +475,12 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
                     logs.reopen();
                 }
                 Some(Signal::Hangup) => {
+                    // A reload reopens the logs too, as nginx's does: a
+                    // logrotate snippet whose postrotate reloads would
+                    // otherwise leave brisk writing to the rotated file,
+                    // lost once logrotate compresses and removes it.
+                    learn_own_files(&running, &mut own_files_full, &mut main_log);
+                    logs.reopen_on("reload (SIGHUP)");
                     own_files_full = false;
                     manager.reloading(&mut main_log);
                     let done = reload::on_hangup(
