@@ -146,10 +146,16 @@ fn label(script: &std::path::Path, req: &OwnedRequest) -> String {
     let name = script.to_string_lossy();
     let method = String::from_utf8_lossy(req.method_token());
     let target = String::from_utf8_lossy(req.target());
+    // (Escaped as `{:?}` would escape the line, written in place: no
+    // second allocation on a warm request's path.)
     let mut label = String::with_capacity(16 + name.len() + method.len() + target.len());
     label.push_str("fastcgi ");
     label.push_str(&name);
-    let line = format!("{method} {target}");
-    let _ = write!(label, " ({line:?})");
+    let _ = write!(
+        label,
+        " (\"{} {}\")",
+        method.escape_debug(),
+        target.escape_debug()
+    );
     label
 }
