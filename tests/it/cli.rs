@@ -744,34 +744,48 @@ fn check_config_refuses_a_log_or_pid_file_that_is_a_directory() {
     }
 }
 
-/// Run by another user than root, a configuration with a `user` to
-/// switch to is refused by --check-config as by the start, with the
-/// line: only root can change user.
-#[test]
-fn check_config_refuses_a_user_switch_without_root() {
+/// Writes `toml(dir)` as DIR/site.toml (DIR readable by everyone) and
+/// runs brisk with `args` then `--config DIR/site.toml` as nobody; the
+/// directory (kept alive), the file and the output.
+fn as_nobody(
+    name: &str,
+    toml: impl FnOnce(&std::path::Path) -> String,
+    args: &[&str],
+) -> (TempDir, std::path::PathBuf, std::process::Output) {
     use std::os::unix::fs::PermissionsExt as _;
     use std::os::unix::process::CommandExt as _;
-    if brisk::sys::privileges::euid() != 0 {
-        eprintln!("skipped: needs root, to run brisk as nobody");
-        return;
-    }
-    let dir = TempDir::new("user-switch");
+    let dir = TempDir::new(name);
     let cfg = dir.path.join("site.toml");
-    fs::write(
-        &cfg,
-        format!("root = \"{}\"\nuser = \"root\"\n", dir.path.display()),
-    )
-    .unwrap();
+    fs::write(&cfg, toml(&dir.path)).unwrap();
     fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
-        .args(["--check-config", "--config"])
+        .args(args)
+        .arg("--config")
         .arg(&cfg)
+        .env_remove("LISTEN_FDS")
         .uid(65534)
         .gid(65534)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run brisk as nobody");
+    (dir, cfg, out)
+}
+
+/// Run by another user than root, a configuration with a `user` to
+/// switch to is refused by --check-config as by the start, with the
+/// line: only root can change user.
+#[test]
+fn check_config_refuses_a_user_switch_without_root() {
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root, to run brisk as nobody");
+        return;
+    }
+    let (_dir, cfg, out) = as_nobody(
+        "user-switch",
+        |dir| format!("root = \"{}\"\nuser = \"root\"\n", dir.display()),
+        &["--check-config"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let want = format!(
@@ -787,31 +801,16 @@ fn check_config_refuses_a_user_switch_without_root() {
 /// line).
 #[test]
 fn check_config_refuses_a_chroot_without_root() {
-    use std::os::unix::fs::PermissionsExt as _;
-    use std::os::unix::process::CommandExt as _;
     if brisk::sys::privileges::euid() != 0 {
         eprintln!("skipped: needs root, to run brisk as nobody");
         return;
     }
-    let dir = TempDir::new("chroot-not-root");
-    let cfg = dir.path.join("site.toml");
-    fs::write(
-        &cfg,
-        format!("root = \"{0}\"\nchroot = \"{0}\"\n", dir.path.display()),
-    )
-    .unwrap();
-    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
     for extra in [&["--check-config"][..], &["--listen", "127.0.0.1:0"][..]] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
-            .args(extra)
-            .arg("--config")
-            .arg(&cfg)
-            .uid(65534)
-            .gid(65534)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run brisk as nobody");
+        let (dir, cfg, out) = as_nobody(
+            "chroot-not-root",
+            |dir| format!("root = \"{0}\"\nchroot = \"{0}\"\n", dir.display()),
+            extra,
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
         let want = format!(
@@ -829,8 +828,6 @@ fn check_config_refuses_a_chroot_without_root() {
 /// naming the address, since the start will fail to bind it.
 #[test]
 fn check_config_warns_of_a_port_this_user_cannot_bind() {
-    use std::os::unix::fs::PermissionsExt as _;
-    use std::os::unix::process::CommandExt as _;
     if brisk::sys::privileges::euid() != 0 {
         eprintln!("skipped: needs root, to run brisk as nobody");
         return;
@@ -843,27 +840,16 @@ fn check_config_warns_of_a_port_this_user_cannot_bind() {
         eprintln!("skipped: port 80 needs no privileges on this kernel");
         return;
     }
-    let dir = TempDir::new("port-80");
-    let cfg = dir.path.join("site.toml");
-    fs::write(
-        &cfg,
-        format!(
-            "root = \"{}\"\nlisten = [\"127.0.0.1:80\", \"127.0.0.1:8080\"]\n",
-            dir.path.display()
-        ),
-    )
-    .unwrap();
-    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
-        .args(["--check-config", "--config"])
-        .arg(&cfg)
-        .env_remove("LISTEN_FDS")
-        .uid(65534)
-        .gid(65534)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run brisk as nobody");
+    let (_dir, _cfg, out) = as_nobody(
+        "port-80",
+        |dir| {
+            format!(
+                "root = \"{}\"\nlisten = [\"127.0.0.1:80\", \"127.0.0.1:8080\"]\n",
+                dir.display()
+            )
+        },
+        &["--check-config"],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     let want = format!(
