@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use common::*;
 
-const VECTORS: &str = include_str!("../../engine/src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../../hash/testdata/vectors.htpasswd");
 
 /// A server on 127.0.0.1 and ::1 with `config`, its files `admin/a.txt`,
 /// `v6/a.txt`, `x.secret`, `open.txt`, `private/p.txt` and

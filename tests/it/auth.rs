@@ -7,7 +7,7 @@ use crate::common;
 use common::*;
 use std::time::Duration;
 
-const VECTORS: &str = include_str!("../../engine/src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../../hash/testdata/vectors.htpasswd");
 
 fn basic(user: &str, pass: &str) -> String {
     basic_auth(user, pass)

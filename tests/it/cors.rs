@@ -5,7 +5,7 @@ use crate::common;
 
 use common::*;
 
-const VECTORS: &str = include_str!("../../engine/src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../../hash/testdata/vectors.htpasswd");
 
 fn site() -> Server {
     let mut b = Builder::new();

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::*;
 
-const VECTORS: &str = include_str!("../../engine/src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../../hash/testdata/vectors.htpasswd");
 const NOT_FOUND: &[u8] = b"<h1>Nothing here</h1>\n";
 const DENIED: &[u8] = b"<p>No.</p>\n";
 const LOGIN: &[u8] = b"please log in\n";

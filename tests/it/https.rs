@@ -542,7 +542,7 @@ fn basic_auth_over_https() {
     b.file("private/secret.txt", b"the secret");
     write_file(
         &b.base().join("htpasswd"),
-        include_bytes!("../../engine/src/access/testdata/vectors.htpasswd"),
+        include_bytes!("../../hash/testdata/vectors.htpasswd"),
     );
     let server = both(
         &mut b,

@@ -7,7 +7,7 @@ use crate::common;
 
 use common::*;
 
-const VECTORS: &str = include_str!("../../engine/src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../../hash/testdata/vectors.htpasswd");
 
 const RULES: &str = r#"
 [[redirect]]

@@ -784,7 +784,7 @@ fn every_request_field_with_and_without_its_source() {
         .file("servlets/private/fields.lua", FIELDS.as_bytes());
     write_file(
         &b.base().join("htpasswd"),
-        include_bytes!("../../engine/src/access/testdata/vectors.htpasswd"),
+        include_bytes!("../../hash/testdata/vectors.htpasswd"),
     );
     b.config(&format!("{CONFIG}\n[[auth]]\npath = \"/servlets/private/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n"));
     let s = b.start();

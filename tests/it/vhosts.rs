@@ -99,7 +99,7 @@ fn a_file_of_one_site_is_never_served_for_another() {
 fn each_site_has_its_own_rules() {
     let mut b = three_sites("");
     let htpasswd = b.base().join("htpasswd");
-    // (A user of engine/src/access/testdata/vectors.htpasswd.)
+    // (A user of hash/testdata/vectors.htpasswd.)
     fs::write(&htpasswd, "apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n").unwrap();
     let cgi_dir = b.base().join("b");
     write_file(

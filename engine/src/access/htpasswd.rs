@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::hash::Hash;
 use super::Error;
+use brisk_hash::Hash;
 
 /// Larger files are refused: a password file that big is a mistake.
 pub(super) const MAX_FILE: u64 = 16 << 20;

@@ -13,7 +13,6 @@ pub mod auth;
 mod credentials;
 mod error;
 mod failures;
-mod hash;
 pub mod htpasswd;
 pub mod limits;
 pub mod proxy;

@@ -11,7 +11,7 @@ use super::auth::{Auth, AuthMethods, AuthRule, Failure, FailureReason, Verdict};
 use super::SharedFailures;
 use crate::http::glob::{PathMatch, Reach};
 
-const VECTORS: &str = include_str!("../testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../../../../hash/testdata/vectors.htpasswd");
 
 /// "alice:correct horse" as the client sends it.
 const ALICE: &[u8] = b"Basic YWxpY2U6Y29ycmVjdCBob3JzZQ==";

@@ -11,7 +11,7 @@ const DEFAULT_ROUNDS: u32 = 5000;
 const MIN_ROUNDS: u32 = 1000;
 /// The specification allows up to 999,999,999; anything near that would
 /// stall a worker for minutes per login, so such a line is refused.
-pub(super) const MAX_ROUNDS: u32 = 10_000_000;
+pub(crate) const MAX_ROUNDS: u32 = 10_000_000;
 
 /// Byte triples of the SHA-256 output in encoding order (then 31, 30).
 const ORDER_256: [[usize; 3]; 10] = [
@@ -54,7 +54,7 @@ const ORDER_512: [[usize; 3]; 21] = [
 
 /// A parsed SHA-crypt hash.
 #[derive(Clone)]
-pub(crate) struct ShaCrypt {
+pub struct ShaCrypt {
     /// `$6$` (SHA-512) rather than `$5$`.
     wide: bool,
     rounds: u32,
@@ -66,7 +66,7 @@ pub(crate) struct ShaCrypt {
 
 impl ShaCrypt {
     /// `$5$[rounds=N$]salt$digest` or the same with `$6$`.
-    pub(crate) fn parse(s: &[u8]) -> Result<ShaCrypt, HashError> {
+    pub fn parse(s: &[u8]) -> Result<ShaCrypt, HashError> {
         let wide = s[1] == b'6';
         let mut rest = &s[3..];
         let mut rounds = DEFAULT_ROUNDS;
@@ -103,7 +103,7 @@ impl ShaCrypt {
         })
     }
 
-    pub(crate) fn verify(&self, password: &[u8]) -> bool {
+    pub fn verify(&self, password: &[u8]) -> bool {
         let mut out = Vec::with_capacity(86);
         if self.wide {
             let d = sha_crypt::<Sha512>(password, &self.salt, self.rounds);
@@ -121,7 +121,7 @@ impl ShaCrypt {
         ct_eq(&out, &self.encoded)
     }
 
-    pub(crate) fn scheme(&self) -> &'static str {
+    pub fn scheme(&self) -> &'static str {
         if self.wide {
             "SHA-512-crypt"
         } else {

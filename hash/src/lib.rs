@@ -9,6 +9,12 @@
 //! Costs are capped (bcrypt ≤ 2^20, SHA-crypt ≤ 10,000,000 rounds,
 //! argon2id ≤ 1 GiB and t ≤ 64): verification runs on a worker thread, and
 //! an entry beyond those limits would stall it for minutes per request.
+//!
+//! A package of its own, used by brisk's engine (`access/htpasswd.rs`),
+//! so that its code is built for size (the root Cargo.toml's
+//! `[profile.release.package.brisk-hash]` says what that costs): a
+//! credential is verified once, off the event loops, then found in the
+//! engine's cache of verified credentials.
 
 mod apr1;
 mod argon2id;
@@ -16,14 +22,14 @@ mod bcrypt;
 mod error;
 mod sha_crypt;
 
-pub(crate) use error::HashError;
+pub use error::HashError;
 
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
 /// One parsed password hash.
 #[derive(Clone)]
-pub(crate) enum Hash {
+pub enum Hash {
     /// `$2y$`, `$2b$`, `$2a$` (all verified as `$2b$`).
     Bcrypt(bcrypt::Bcrypt),
     /// `$5$` and `$6$`, with optional `rounds=`.
@@ -42,7 +48,7 @@ pub(crate) enum Hash {
 
 impl Hash {
     /// Parses the hash field of an htpasswd line.
-    pub(crate) fn parse(s: &[u8], allow_plaintext: bool) -> Result<Hash, HashError> {
+    pub fn parse(s: &[u8], allow_plaintext: bool) -> Result<Hash, HashError> {
         if s.is_empty() {
             return Err(HashError::Invalid("empty password hash"));
         }
@@ -97,7 +103,7 @@ impl Hash {
 
     /// Whether `password` matches. Costs what the scheme costs: tens of
     /// milliseconds for bcrypt and argon2id at their usual settings.
-    pub(crate) fn verify(&self, password: &[u8]) -> bool {
+    pub fn verify(&self, password: &[u8]) -> bool {
         match self {
             Hash::Bcrypt(h) => h.verify(password),
             Hash::ShaCrypt(h) => h.verify(password),
@@ -109,7 +115,7 @@ impl Hash {
     }
 
     /// A short name of the scheme, for messages.
-    pub(crate) fn scheme(&self) -> &'static str {
+    pub fn scheme(&self) -> &'static str {
         match self {
             Hash::Bcrypt(_) => "bcrypt",
             Hash::ShaCrypt(h) => h.scheme(),
@@ -133,7 +139,7 @@ fn scheme_name(s: &[u8]) -> String {
 
 /// Equality without an early exit: the time taken depends on the lengths
 /// only, never on where the first difference is.
-pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

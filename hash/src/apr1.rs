@@ -10,7 +10,7 @@ const MAGIC: &[u8] = b"$apr1$";
 
 /// A parsed APR1 hash.
 #[derive(Clone)]
-pub(crate) struct Apr1 {
+pub struct Apr1 {
     /// At most 8 bytes.
     salt: Box<[u8]>,
     /// The 22 encoded characters, as in the file.
@@ -19,7 +19,7 @@ pub(crate) struct Apr1 {
 
 impl Apr1 {
     /// `$apr1$salt$digest`.
-    pub(crate) fn parse(s: &[u8]) -> Result<Apr1, HashError> {
+    pub fn parse(s: &[u8]) -> Result<Apr1, HashError> {
         let rest = &s[MAGIC.len()..];
         let Some(dollar) = rest.iter().position(|&b| b == b'$') else {
             return Err(HashError::Invalid(
@@ -43,7 +43,7 @@ impl Apr1 {
         })
     }
 
-    pub(crate) fn verify(&self, password: &[u8]) -> bool {
+    pub fn verify(&self, password: &[u8]) -> bool {
         let f = apr1(password, &self.salt);
         let mut out = Vec::with_capacity(22);
         for (a, b, c) in [(0, 6, 12), (1, 7, 13), (2, 8, 14), (3, 9, 15), (4, 10, 5)] {

@@ -3,7 +3,7 @@
 /// Why a password hash cannot be used: the text after `user:` in an
 /// htpasswd line, read as a message by whoever maintains the file.
 #[derive(Debug)]
-pub(crate) enum HashError {
+pub enum HashError {
     /// Malformed or refused, as the text says (what the scheme looks like,
     /// or why it is not supported).
     Invalid(&'static str),

@@ -10,13 +10,13 @@ use base64ct::{Base64Unpadded, Encoding};
 use super::{ct_eq, HashError};
 
 /// Most memory a verification may take: 1 GiB, in KiB.
-pub(super) const MAX_M: u32 = 1 << 20;
-pub(super) const MAX_T: u32 = 64;
-pub(super) const MAX_P: u32 = 64;
+pub(crate) const MAX_M: u32 = 1 << 20;
+pub(crate) const MAX_T: u32 = 64;
+pub(crate) const MAX_P: u32 = 64;
 
 /// A parsed argon2id hash.
 #[derive(Clone)]
-pub(crate) struct Argon2id {
+pub struct Argon2id {
     version: Version,
     params: Params,
     salt: Box<[u8]>,
@@ -24,7 +24,7 @@ pub(crate) struct Argon2id {
 }
 
 impl Argon2id {
-    pub(crate) fn parse(s: &[u8]) -> Result<Argon2id, HashError> {
+    pub fn parse(s: &[u8]) -> Result<Argon2id, HashError> {
         const FORM: &str = "argon2id hashes look like $argon2id$v=19$m=65536,t=3,p=4$salt$hash";
         let text = std::str::from_utf8(s).map_err(|_| HashError::Invalid(FORM))?;
         let mut fields = text.split('$').skip(2).peekable();
@@ -80,7 +80,7 @@ impl Argon2id {
         })
     }
 
-    pub(crate) fn verify(&self, password: &[u8]) -> bool {
+    pub fn verify(&self, password: &[u8]) -> bool {
         let argon = Argon2::new(Algorithm::Argon2id, self.version, self.params.clone());
         let mut out = [0u8; 64];
         let out = &mut out[..self.hash.len()];

@@ -12,11 +12,11 @@ use blowfish::Blowfish;
 use super::{ct_eq, HashError};
 
 /// Highest cost accepted: 2^20 rounds already take over a minute.
-pub(super) const MAX_COST: u32 = 20;
+pub(crate) const MAX_COST: u32 = 20;
 
 /// A parsed bcrypt hash.
 #[derive(Clone)]
-pub(crate) struct Bcrypt {
+pub struct Bcrypt {
     cost: u32,
     salt: [u8; 16],
     /// The 31 characters of the encoded digest, as in the file.
@@ -25,7 +25,7 @@ pub(crate) struct Bcrypt {
 
 impl Bcrypt {
     /// `$2y$05$` + 22 characters of salt + 31 of digest.
-    pub(crate) fn parse(s: &[u8]) -> Result<Bcrypt, HashError> {
+    pub fn parse(s: &[u8]) -> Result<Bcrypt, HashError> {
         const FORM: &str = "bcrypt hashes look like $2y$05$ followed by 53 characters";
         if s.len() != 60 || s[6] != b'$' {
             return Err(HashError::Invalid(FORM));
@@ -57,7 +57,7 @@ impl Bcrypt {
         })
     }
 
-    pub(crate) fn verify(&self, password: &[u8]) -> bool {
+    pub fn verify(&self, password: &[u8]) -> bool {
         let digest = bcrypt_raw(self.cost, &self.salt, password);
         let mut out = [0u8; 31];
         match Base64Bcrypt::encode(&digest[..23], &mut out) {

@@ -2,7 +2,7 @@
 # Regenerates vectors.htpasswd with the real tools: Apache's htpasswd
 # (apache2-utils) and the reference argon2 CLI (package argon2). The output
 # is committed; tests never run this script. Each user's password is the
-# one after the user name below; ../hash/tests.rs lists them again.
+# one after the user name below; ../src/tests.rs lists them again.
 # $2b$ and $2a$ are tested by relabelling the $2y$ lines: htpasswd writes
 # only $2y$, and the three are one algorithm for passwords under 255 bytes.
 set -eu
