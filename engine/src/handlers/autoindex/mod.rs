@@ -15,6 +15,7 @@ use crate::http::grammar::hex_pair;
 use crate::http::push_u64;
 
 pub mod json;
+pub mod pages;
 pub mod view;
 
 pub use view::{Format, SortKey, View};
