@@ -580,3 +580,32 @@ fn a_compressed_listing_is_made_from_the_shared_page() {
     assert_eq!(gzip(&s), page);
     assert_eq!(s.get("/list/").text(), page);
 }
+
+/// A directory with more entries than `autoindex_max_entries` is listed
+/// cut short, and the page says so; one with as many is listed whole.
+#[test]
+fn a_listing_reads_at_most_autoindex_max_entries() {
+    let mut b = Builder::new();
+    for i in 0..12 {
+        b.file(&format!("big/f{i:02}.txt"), b"x");
+    }
+    for i in 0..10 {
+        b.file(&format!("ten/f{i:02}.txt"), b"x");
+    }
+    b.config("[static]\nautoindex = true\nautoindex_max_entries = 10\n");
+    let s = b.start();
+    let note = "<p>Cut short: this directory has more than 10 entries, \
+                and only that many are read for its listing.</p>\n";
+    let big = s.get("/big/").text();
+    // The parent row and ten of the twelve files.
+    assert_eq!(rows(&big).len(), 11, "{big}");
+    assert!(
+        big.ends_with(&format!("</table>\n{note}</body>\n</html>\n")),
+        "{big}"
+    );
+    let json = s.get("/big/?format=json").text();
+    assert_eq!(json.matches("\"name\":").count(), 10, "{json}");
+    let ten = s.get("/ten/").text();
+    assert_eq!(rows(&ten).len(), 11, "{ten}");
+    assert!(!ten.contains("Cut short"), "{ten}");
+}

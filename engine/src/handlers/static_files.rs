@@ -560,7 +560,11 @@ fn serve_dir(
 /// Lists the directory `s.rel` (at `s.path`) as `view` asks: what could
 /// be served of it, rendered.
 fn render_listing(files: &StaticFiles, s: &Scratch, view: &View) -> io::Result<Vec<u8>> {
-    let entries = files.root.list_dir(&s.rel)?;
+    let max = match files.site().static_files.autoindex_max_entries {
+        0 => usize::MAX,
+        n => n,
+    };
+    let (entries, more) = files.root.list_dir(&s.rel, max)?;
     let hide_dot = files.site().static_files.dotfiles != Dotfiles::Allow;
     // FIFOs, sockets and devices are never served: not listed either; nor
     // are the files brisk itself reads.
@@ -581,7 +585,10 @@ fn render_listing(files: &StaticFiles, s: &Scratch, view: &View) -> io::Result<V
         .collect();
     let mut out = Vec::new();
     match view.format {
-        autoindex::Format::Html => autoindex::render(&s.path, &mut list, view, &mut out),
+        autoindex::Format::Html => {
+            let cut = more.then_some(max);
+            autoindex::render(&s.path, &mut list, view, cut, &mut out)
+        }
         autoindex::Format::Json => autoindex::json::render(&mut list, view, &mut out),
     }
     Ok(out)
