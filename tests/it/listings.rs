@@ -486,3 +486,126 @@ fn an_unreadable_index_hides_the_listing() {
     // The log names the index, not the directory.
     s.wait_stderr_line("d/index.html\": cannot be opened: Permission denied");
 }
+
+/// A directory `list/` holding `a.txt` (5 bytes), the directory dated
+/// [`MTIME`], listed with pages trusted for an hour (`extra` added to
+/// `[static]`, then `more` after it).
+fn kept_site(extra: &str, more: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("list/a.txt", b"12345");
+    set_dir_mtime(&b.root().join("list"));
+    b.config(&format!(
+        "[static]\nautoindex = true\nopen_file_cache_valid = \"1h\"\n{extra}{more}"
+    ));
+    b.start()
+}
+
+/// Rewrites `list/a.txt` in place (its directory's times stay the same).
+fn grow_in_place(s: &Server) {
+    use std::io::Write as _;
+    let path = s.root.join("list/a.txt");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .expect("open a.txt");
+    f.write_all(b"1234567").expect("write a.txt");
+    set_mtime(&path);
+}
+
+/// The listing of an unchanged directory is rendered once and shared by
+/// the requests that follow, whichever protocol they come by: a file
+/// rewritten in place (which changes neither the directory's mtime nor
+/// its ctime) shows in them only once `open_file_cache_valid` has
+/// passed, as its content does. Another view of it (sort order, format)
+/// is another page; a file added changes the directory, which is then
+/// listed again.
+#[test]
+fn an_unchanged_directory_is_listed_from_one_shared_page() {
+    let s = kept_site("", "");
+    let first = s.get("/list/");
+    assert_eq!(first.status, 200);
+    let page = first.text();
+    assert_eq!(rows(&page)[1], file_row("a.txt", 5));
+    grow_in_place(&s);
+    // The same page, by HTTP/1.1 (the direct file shows its new size).
+    assert_eq!(s.get("/list/").text(), page);
+    assert_eq!(s.get("/list/a.txt").body, b"1234567");
+    #[cfg(feature = "http2")]
+    {
+        let mut c = common::h2::H2::connect(s.addr(), &[], 0);
+        let ids: Vec<u32> = (0..4).map(|_| c.get("/list/", &[])).collect();
+        for a in c.answers(&ids) {
+            assert_eq!(a.status(), "200");
+            assert_eq!(a.field("content-type"), Some("text/html; charset=utf-8"));
+            assert_eq!(String::from_utf8_lossy(&a.body), page);
+        }
+    }
+    // Another view is rendered now, and kept in turn.
+    let by_size = s.get("/list/?sort=size").text();
+    assert_eq!(rows(&by_size)[1], file_row("a.txt", 7));
+    let json = s.get("/list/?format=json");
+    assert_eq!(json.status, 200);
+    assert!(json.text().contains("\"size\":7"), "{}", json.text());
+    // A file added: the directory changed (its mtime is no longer
+    // MTIME), and its listing is made again.
+    write_file(&s.root.join("list/b.txt"), b"b");
+    let again = s.get("/list/").text();
+    assert_eq!(
+        rows(&again)[1..],
+        [file_row("a.txt", 7), file_row("b.txt", 1)]
+    );
+}
+
+/// A compressed listing is made once from the shared page and kept
+/// beside it: what it decodes to is the page the identity answer has.
+#[cfg(feature = "compress")]
+#[test]
+fn a_compressed_listing_is_made_from_the_shared_page() {
+    use std::io::Read as _;
+    let s = kept_site("", "[compress]\nenable = true\nmin_size = 0\n");
+    let page = s.get("/list/").text();
+    let gzip = |s: &Server| {
+        let r = s.get_with("/list/", "Accept-Encoding: gzip\r\n");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&r.body[..])
+            .read_to_string(&mut out)
+            .expect("gzip decodes");
+        out
+    };
+    assert_eq!(gzip(&s), page);
+    grow_in_place(&s);
+    assert_eq!(gzip(&s), page);
+    assert_eq!(s.get("/list/").text(), page);
+}
+
+/// A directory with more entries than `autoindex_max_entries` is listed
+/// cut short, and the page says so; one with as many is listed whole.
+#[test]
+fn a_listing_reads_at_most_autoindex_max_entries() {
+    let mut b = Builder::new();
+    for i in 0..12 {
+        b.file(&format!("big/f{i:02}.txt"), b"x");
+    }
+    for i in 0..10 {
+        b.file(&format!("ten/f{i:02}.txt"), b"x");
+    }
+    b.config("[static]\nautoindex = true\nautoindex_max_entries = 10\n");
+    let s = b.start();
+    let note = "<p>Cut short: this directory has more than 10 entries, \
+                and only that many are read for its listing.</p>\n";
+    let big = s.get("/big/").text();
+    // The parent row and ten of the twelve files.
+    assert_eq!(rows(&big).len(), 11, "{big}");
+    assert!(
+        big.ends_with(&format!("</table>\n{note}</body>\n</html>\n")),
+        "{big}"
+    );
+    let json = s.get("/big/?format=json").text();
+    assert_eq!(json.matches("\"name\":").count(), 10, "{json}");
+    let ten = s.get("/ten/").text();
+    assert_eq!(rows(&ten).len(), 11, "{ten}");
+    assert!(!ten.contains("Cut short"), "{ten}");
+}

@@ -22,6 +22,7 @@ pub(super) const LOG_KEYS: &[&str] = &["access", "format", "fields", "level", "e
 pub(super) const STATIC_KEYS: &[&str] = &[
     "index",
     "autoindex",
+    "autoindex_max_entries",
     "dotfiles",
     "query_in_filename",
     "precompressed",
@@ -148,6 +149,11 @@ impl Loader<'_> {
                     st.index = names;
                 }
                 "autoindex" => st.autoindex = self.boolean("static.autoindex", value)?,
+                "autoindex_max_entries" => {
+                    st.autoindex_max_entries =
+                        self.integer("static.autoindex_max_entries", value, 0, 100_000_000)?
+                            as usize;
+                }
                 "dotfiles" => {
                     let choices = [
                         ("deny", Dotfiles::Deny),

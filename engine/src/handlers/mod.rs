@@ -15,6 +15,7 @@ pub mod fallback;
 pub mod fastcgi;
 pub mod file_cache;
 pub mod health;
+pub mod listings;
 pub mod pipe;
 pub mod produce;
 pub mod protected;

@@ -4,6 +4,7 @@
 use std::io;
 use std::sync::Arc;
 
+use super::autoindex::View;
 use super::cgi::{self, Programs};
 #[cfg(feature = "compress")]
 use super::compress;
@@ -495,10 +496,75 @@ fn serve_dir(
         }
         Precondition::Failed => return Plan::error(Status::PRECONDITION_FAILED, s),
     }
-    let entries = match files.root.list_dir(&s.rel) {
-        Ok(e) => e,
+    // (Stated now, not taken from the open-file cache: a page kept for
+    // the directory serves only while its times are these.)
+    let dir = match files.root.stat(&s.rel) {
+        Ok((_, dir)) => dir,
         Err(e) => return lookup_failed(&e, s),
     };
+    // The page is shared by the requests for this directory while it is
+    // unchanged (see `autoindex::pages`): each answer only points at it.
+    let age = files.site().static_files.open_file_cache_valid;
+    let key = autoindex::pages::Key::new(&files.cfg, files.site, &dir, &s.path, view);
+    let rendered = autoindex::pages::page(key.clone(), &files.cfg, &dir, age, || {
+        render_listing(files, s, &view)
+    });
+    #[allow(unused_mut)]
+    let mut body = match rendered {
+        Ok(body) => body,
+        Err(e) => return lookup_failed(&e, s),
+    };
+    s.header(
+        "Content-Type",
+        match view.format {
+            autoindex::Format::Html => b"text/html; charset=utf-8",
+            autoindex::Format::Json => b"application/json",
+        },
+    );
+    if view.by_accept {
+        s.header("Vary", b"Accept");
+    }
+    apply_header_rules(files, s);
+    // A listing is compressed as a handler's whole body is (nginx's
+    // `gzip` takes its autoindex pages too): one of /usr/share/doc is
+    // 97 KB of HTML, about 10 once gzipped. Once per coding, too.
+    #[cfg(feature = "compress")]
+    {
+        let cfg = &files.site().compress;
+        let accept = req.field(Field::AcceptEncoding);
+        let len = Some(body.len() as u64);
+        if let Some(coding) = compress::stream::decide(cfg, accept, 200, &mut s.headers, len) {
+            let identity = Arc::clone(&body);
+            let coded = key.coded(coding.index());
+            let compressed = autoindex::pages::page(coded, &files.cfg, &dir, age, || {
+                let mut z = identity.to_vec();
+                compress::stream::whole_with(cfg, coding, &mut z);
+                Ok(z)
+            });
+            // (In memory it cannot fail.)
+            body = compressed.unwrap_or(identity);
+        }
+    }
+    let len = body.len() as u64;
+    Plan {
+        status: Status::OK,
+        body: Body::File {
+            src: super::file_cache::Source::Mem(body),
+            offset: 0,
+            len,
+        },
+        close: false,
+    }
+}
+
+/// Lists the directory `s.rel` (at `s.path`) as `view` asks: what could
+/// be served of it, rendered.
+fn render_listing(files: &StaticFiles, s: &Scratch, view: &View) -> io::Result<Vec<u8>> {
+    let max = match files.site().static_files.autoindex_max_entries {
+        0 => usize::MAX,
+        n => n,
+    };
+    let (entries, more) = files.root.list_dir(&s.rel, max)?;
     let hide_dot = files.site().static_files.dotfiles != Dotfiles::Allow;
     // FIFOs, sockets and devices are never served: not listed either; nor
     // are the files brisk itself reads.
@@ -517,37 +583,15 @@ fn serve_dir(
             mtime: meta.mtime,
         })
         .collect();
-    s.body.clear();
+    let mut out = Vec::new();
     match view.format {
         autoindex::Format::Html => {
-            autoindex::render(&s.path, &mut list, &view, &mut s.body);
-            s.header("Content-Type", b"text/html; charset=utf-8");
+            let cut = more.then_some(max);
+            autoindex::render(&s.path, &mut list, view, cut, &mut out)
         }
-        autoindex::Format::Json => {
-            autoindex::json::render(&mut list, &view, &mut s.body);
-            s.header("Content-Type", b"application/json");
-        }
+        autoindex::Format::Json => autoindex::json::render(&mut list, view, &mut out),
     }
-    if view.by_accept {
-        s.header("Vary", b"Accept");
-    }
-    apply_header_rules(files, s);
-    // A listing is compressed as a handler's whole body is (nginx's
-    // `gzip` takes its autoindex pages too): one of /usr/share/doc is
-    // 97 KB of HTML, about 10 once gzipped.
-    #[cfg(feature = "compress")]
-    compress::stream::whole(
-        &files.site().compress,
-        req.field(Field::AcceptEncoding),
-        Status::OK.0,
-        &mut s.headers,
-        &mut s.body,
-    );
-    Plan {
-        status: Status::OK,
-        body: Body::Buffer,
-        close: false,
-    }
+    Ok(out)
 }
 
 /// The representation of a resource chosen for a request (RFC 9110

@@ -326,7 +326,11 @@ impl Dir {
     /// `Kind::Special`, not what it names).
     pub fn entries(&self) -> io::Result<Vec<(Vec<u8>, Meta)>> {
         let fd = OwnedFd::from(self.open()?);
-        Ok(read_dir(fd)?.into_iter().map(|(n, m, _)| (n, m)).collect())
+        Ok(read_dir(fd, usize::MAX)?
+            .0
+            .into_iter()
+            .map(|(n, m, _)| (n, m))
+            .collect())
     }
 
     /// The directory's identity: its device and inode.

@@ -169,10 +169,12 @@ impl Root {
     /// symlink is followed the way a request for it would be (beneath the
     /// root unless links may lead out), so it shows what it leads to;
     /// one that leads nowhere, out of the root, or into a loop is left
-    /// out, as are entries that vanish while listing.
-    pub fn list_dir(&self, rel: &[u8]) -> io::Result<Vec<(Vec<u8>, Meta)>> {
+    /// out, as are entries that vanish while listing. At most `limit`
+    /// entries are read (in the filesystem's order), and whether there
+    /// were more is said.
+    pub fn list_dir(&self, rel: &[u8], limit: usize) -> io::Result<Listed> {
         let fd = self.open_flags(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
-        let mut entries = read_dir(fd)?;
+        let (mut entries, more) = read_dir(fd, limit)?;
         let mut path = Vec::with_capacity(rel.len() + 64);
         entries.retain_mut(|(name, meta, is_link)| {
             if !*is_link {
@@ -192,10 +194,11 @@ impl Root {
                 Err(_) => false,
             }
         });
-        Ok(entries
+        let entries = entries
             .into_iter()
             .map(|(name, meta, _)| (name, meta))
-            .collect())
+            .collect();
+        Ok((entries, more))
     }
 
     /// The entries of the directory `rel` as PROPFIND lists them (see
@@ -516,7 +519,7 @@ fn openat2_raw(
 
 /// Each entry of the directory: its name, its own metadata (`lstat`), and
 /// whether it is a symlink.
-pub(super) fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
+pub(super) fn read_dir(fd: OwnedFd, limit: usize) -> io::Result<Entries> {
     let raw = fd.as_raw_fd();
     // SAFETY: fdopendir takes ownership of the descriptor on success.
     let dirp = unsafe { libc::fdopendir(raw) };
@@ -525,6 +528,7 @@ pub(super) fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
     }
     std::mem::forget(fd); // now owned by `dirp`, closed by closedir
     let mut out = Vec::new();
+    let mut more = false;
     loop {
         // SAFETY: `dirp` is a valid open directory stream.
         let ent = unsafe { libc::readdir(dirp) };
@@ -536,6 +540,10 @@ pub(super) fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
         let bytes = name.to_bytes();
         if bytes == b"." || bytes == b".." {
             continue;
+        }
+        if out.len() >= limit {
+            more = true;
+            break;
         }
         // SAFETY: plain old data written by the kernel.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -555,8 +563,16 @@ pub(super) fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
     }
     // SAFETY: `dirp` is valid and not used afterwards.
     unsafe { libc::closedir(dirp) };
-    Ok(out)
+    Ok((out, more))
 }
+
+/// A directory's entries as [`Root::list_dir`] lists them (name, what
+/// `stat` says), and whether it has more than were read.
+pub type Listed = (Vec<(Vec<u8>, Meta)>, bool);
+
+/// A directory's entries as [`read_dir`] reads them (name, what `lstat`
+/// says, whether a symlink), and whether it has more than were read.
+pub(super) type Entries = (Vec<(Vec<u8>, Meta, bool)>, bool);
 
 /// Which file `path` is (its device and inode), as a pid file written
 /// with [`write_whole`] is told from the one a later brisk (an upgrade)
@@ -1133,8 +1149,9 @@ mod tests {
         symlink("missing", path.join("dangling")).unwrap();
         let names = |root: &Root| {
             let mut v: Vec<(String, Kind, u64)> = root
-                .list_dir(b"")
+                .list_dir(b"", usize::MAX)
                 .unwrap()
+                .0
                 .into_iter()
                 .map(|(n, m)| (String::from_utf8(n).unwrap(), m.kind, m.size))
                 .collect();

@@ -166,7 +166,7 @@ fn syntax_error_has_line_and_column() {
 fn unknown_keys_suggest_the_nearest() {
     assert_eq!(
         load_err("[static]\nautoindx = true\n"),
-        "DIR/site.toml:3: unknown key \"static.autoindx\"; did you mean \"autoindex\"? expected one of \"index\", \"autoindex\", \"dotfiles\", \"query_in_filename\", \"precompressed\", \"symlinks_outside_root\", \"open_file_cache\", \"open_file_cache_valid\", \"default_type\", \"mime_types\", \"sendfile\", \"spa\", \"try_files\", \"fallback_exclude\", \"sniff\""
+        "DIR/site.toml:3: unknown key \"static.autoindx\"; did you mean \"autoindex\"? expected one of \"index\", \"autoindex\", \"autoindex_max_entries\", \"dotfiles\", \"query_in_filename\", \"precompressed\", \"symlinks_outside_root\", \"open_file_cache\", \"open_file_cache_valid\", \"default_type\", \"mime_types\", \"sendfile\", \"spa\", \"try_files\", \"fallback_exclude\", \"sniff\""
     );
     let e = load_err("wrokers = 2\n");
     assert!(

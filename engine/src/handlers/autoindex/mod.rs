@@ -15,6 +15,7 @@ use crate::http::grammar::hex_pair;
 use crate::http::push_u64;
 
 pub mod json;
+pub mod pages;
 pub mod view;
 
 pub use view::{Format, SortKey, View};
@@ -63,7 +64,9 @@ const TBODY: &[u8] = b"</tr></thead>\n<tbody>\n";
 const PARENT_ROW: &[u8] =
     b"<tr><td><a href=\"../\">../</a></td><td class=\"s\">-</td><td></td></tr>\n";
 
-const TAIL: &[u8] = b"</tbody>\n</table>\n</body>\n</html>\n";
+const TABLE_END: &[u8] = b"</tbody>\n</table>\n";
+
+const TAIL: &[u8] = b"</body>\n</html>\n";
 
 /// U+FFFD REPLACEMENT CHARACTER in UTF-8.
 const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
@@ -105,8 +108,15 @@ fn listable(e: &Entry) -> bool {
 ///
 /// Links are relative to the directory, which is why `url_path` must end
 /// with `/`. Entries that cannot be real directory entries, or that no
-/// request can name ([`listable`]), are skipped.
-pub fn render(url_path: &[u8], entries: &mut [Entry], view: &View, out: &mut Vec<u8>) {
+/// request can name ([`listable`]), are skipped. `cut` is the most
+/// entries read when the directory had more: the page says so.
+pub fn render(
+    url_path: &[u8],
+    entries: &mut [Entry],
+    view: &View,
+    cut: Option<usize>,
+    out: &mut Vec<u8>,
+) {
     sort(entries, view);
     out.extend_from_slice(HEAD);
     push_html_text(out, url_path);
@@ -162,6 +172,12 @@ pub fn render(url_path: &[u8], entries: &mut [Entry], view: &View, out: &mut Vec
         }
         push_time(out, e.mtime);
         out.extend_from_slice(b"</td></tr>\n");
+    }
+    out.extend_from_slice(TABLE_END);
+    if let Some(n) = cut {
+        out.extend_from_slice(b"<p>Cut short: this directory has more than ");
+        push_u64(out, n as u64);
+        out.extend_from_slice(b" entries, and only that many are read for its listing.</p>\n");
     }
     out.extend_from_slice(TAIL);
 }
@@ -296,7 +312,7 @@ mod tests {
 
     fn page(url_path: &[u8], entries: &mut [Entry]) -> String {
         let mut out = Vec::new();
-        render(url_path, entries, &View::default(), &mut out);
+        render(url_path, entries, &View::default(), None, &mut out);
         String::from_utf8(out).expect("listing is valid UTF-8")
     }
 

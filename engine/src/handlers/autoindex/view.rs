@@ -5,7 +5,7 @@
 use crate::http::grammar::trim_ows;
 
 /// The column a listing is sorted by. Directories always come first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SortKey {
     /// File name, bytewise.
     Name,
@@ -16,7 +16,7 @@ pub enum SortKey {
 }
 
 /// What a listing is rendered as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     /// An HTML page.
     Html,
@@ -25,7 +25,7 @@ pub enum Format {
 }
 
 /// The listing a request asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct View {
     /// Sorted by.
     pub sort: SortKey,

@@ -153,6 +153,12 @@ pub fn whole(
     let Some(coding) = decide(cfg, accept, status, headers, len) else {
         return;
     };
+    whole_with(cfg, coding, body);
+}
+
+/// Compresses `body`, held whole in memory, with `coding` (as
+/// [`decide`] chose) at `cfg`'s level for it.
+pub fn whole_with(cfg: &CompressConfig, coding: crate::config::Coding, body: &mut Vec<u8>) {
     match super::coding::compress(coding, cfg.levels[coding.index()], body) {
         Ok(z) => *body = z,
         // (In memory it cannot fail; were it to, the head says a
