@@ -598,13 +598,29 @@ impl Worker {
                 // with nothing under way closes at once.)
                 #[cfg(feature = "http3")]
                 Proto::H3(s) => {
+                    let now = self.clock.now;
                     // Winding down, as HTTP/2's: GOAWAY once quiet a
                     // second (at a reload) or at once (at a stop), then
                     // closed (H3_NO_ERROR) once its answers are done.
                     let Some(at_once) = goaway_at_once else {
+                        // Serving: HTTP/1.1's and HTTP/2's timeouts. (QUIC's
+                        // own idle timeout counts any packet, a PING too.)
+                        // A request body that makes no progress for
+                        // timeouts.body is answered 408, as over HTTP/2.
+                        let quiet = now.saturating_duration_since(s.last_read);
+                        if quiet >= t.body && s.answers.iter().any(|a| a.wait.is_some()) {
+                            let Some(mut conn) = self.conns.take(i) else {
+                                continue;
+                            };
+                            let late = self.h2_body_timeouts(&mut conn);
+                            self.conns.put(i, conn);
+                            if late {
+                                self.on_event(i, false);
+                            }
+                        }
                         continue;
                     };
-                    let quiet = self.clock.now.saturating_duration_since(s.last_opened) >= TICK;
+                    let quiet = now.saturating_duration_since(s.last_opened) >= TICK;
                     if !s.winding_down && (at_once || quiet) {
                         if s.go_away() {
                             self.on_event(i, false);

@@ -513,3 +513,64 @@ fn a_datagram_of_a_connection_from_a_new_address_gets_no_reset_and_the_connectio
     assert_eq!(out["replies"], json!([]), "{out}");
     assert_eq!(out["after"], "200", "{out}");
 }
+
+/// A server of `/index.html` and a CGI program (`/cgi-bin/cat.sh`, which
+/// echoes its body) with HTTP/3 and `timeouts` (TOML lines).
+fn timed_server(timeouts: &str) -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    let path = b.base().join("cgi-bin").join("cat.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'Content-Type: text/plain'\necho\ncat\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config(&format!(
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n[timeouts]\n{timeouts}\n"
+    ));
+    b.tls().arg("--http3");
+    b.start()
+}
+
+/// `raw` mode on a request stream (`request`: its bytes; `open`: not
+/// ended), the client sending a PING every 0.2 s (QUIC's idle timeout
+/// never ends the connection), for at most `wait` seconds; `until_close`:
+/// waits for the connection's close, not for an answer.
+fn held(s: &Server, request: &[u8], open: bool, until_close: bool, wait: u64) -> Option<Value> {
+    let spec = json!({
+        "mode": "raw",
+        "request": hex(request),
+        "open": open,
+        "ping": true,
+        "until_close": until_close,
+        "wait": wait,
+    });
+    flood(s, spec)
+}
+
+#[test]
+fn a_body_that_stops_coming_is_answered_408_over_h3_however_the_client_pings() {
+    // A POST with no content-length to a CGI program, whose body is held
+    // whole before the program starts (RFC 3875 wants its length): 3
+    // bytes of it, then nothing but PINGs. It held its place (and the
+    // memory of the body) for as long as the client pinged: QUIC's idle
+    // timeout counts any packet, and HTTP/3 had no `timeouts.body`;
+    // HTTP/2 answers 408.
+    let s = timed_server("body = \"1s\"\nkeepalive = \"30s\"");
+    let mut p = vec![0x00, 0x00, 0xc0 | 20, 0xc0 | 23, 0x50, 6];
+    p.extend_from_slice(b"a.test");
+    p.extend_from_slice(&[0x51, 15]);
+    p.extend_from_slice(b"/cgi-bin/cat.sh");
+    let mut request = headers_frame(&p);
+    request.extend_from_slice(&[0x00, 3]);
+    request.extend_from_slice(b"abc");
+    let Some(out) = held(&s, &request, true, false, 10) else {
+        return;
+    };
+    assert_eq!(out["headers"][0], json!([":status", "408"]), "{out}");
+    assert!(out["terminated"].is_null(), "{out}");
+    still_serves(&s);
+}

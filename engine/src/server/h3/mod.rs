@@ -60,6 +60,9 @@ pub struct Session {
     pub next_request: u32,
     /// When it last opened a request stream.
     pub last_opened: Instant,
+    /// When a request stream last brought it bytes (`timeouts.body`
+    /// runs from here, as from an HTTP/2 connection's last read).
+    pub last_read: Instant,
     /// Winding down (a reload or a stop) was asked: a GOAWAY goes on its
     /// control stream as soon as the stream takes it (see
     /// [`Session::flush_control`]), and it closes once its answers are
@@ -120,6 +123,7 @@ impl Session {
             decoder: None,
             next_request: 0,
             last_opened: now,
+            last_read: now,
             winding_down: false,
             going_away: None,
             control_out: Vec::new(),

@@ -311,8 +311,10 @@ impl Worker {
         let uni = id.dir() == Dir::Uni;
         let mut then = Then::Nothing;
         let (mut head, mut body, mut ended) = (None, Vec::new(), false);
+        let mut got = false;
         let Some(s) = c.h3_mut() else { return };
         if s.drop_unwanted(id) {
+            s.last_read = now;
             return;
         }
         // A producer that reads the body takes it as fast as it passes it
@@ -352,6 +354,7 @@ impl Worker {
             if left != usize::MAX {
                 left -= bytes.len();
             }
+            got |= !bytes.is_empty();
             then = if uni {
                 match h3.uni(key, &bytes, fin) {
                     Ok(true) => Then::Nothing,
@@ -375,6 +378,9 @@ impl Worker {
             }
         }
         let _ = chunks.finalize();
+        if got && !uni {
+            s.last_read = now;
+        }
         match then {
             Then::Nothing => {}
             Then::Stop => {
