@@ -599,12 +599,33 @@ impl Worker {
                 #[cfg(feature = "http3")]
                 Proto::H3(s) => {
                     let now = self.clock.now;
+                    if !s.idle() {
+                        s.busy_at = now;
+                    }
                     // Winding down, as HTTP/2's: GOAWAY once quiet a
                     // second (at a reload) or at once (at a stop), then
                     // closed (H3_NO_ERROR) once its answers are done.
                     let Some(at_once) = goaway_at_once else {
                         // Serving: HTTP/1.1's and HTTP/2's timeouts. (QUIC's
                         // own idle timeout counts any packet, a PING too.)
+                        if s.winding_down {
+                            // (Its GOAWAY went for idleness: closed once
+                            // what it was asked since is answered.)
+                            if s.idle() {
+                                self.close(i);
+                            }
+                            continue;
+                        }
+                        if s.idle_due(now, (t.header, t.keepalive, t.body)) {
+                            // Idle: GOAWAY (the client opens nothing more,
+                            // and sends again what crossed it), then closed.
+                            s.idle_close = true;
+                            match s.go_away() {
+                                true => self.on_event(i, false),
+                                false => self.close(i),
+                            }
+                            continue;
+                        }
                         // A request body that makes no progress for
                         // timeouts.body is answered 408, as over HTTP/2.
                         let quiet = now.saturating_duration_since(s.last_read);

@@ -18,6 +18,8 @@ const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 const QPACK_ENCODER_STREAM_ERROR: u64 = 0x201;
 /// `H3_CLOSED_CRITICAL_STREAM` (RFC 9114 §8.1).
 const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
+/// `H3_NO_ERROR` (RFC 9114 §8.1).
+const H3_NO_ERROR: u64 = 0x100;
 
 /// Runs the abusive client on `spec` (its mode and what it needs) against
 /// `server`'s UDP port; `None`, after saying the test skips, without
@@ -572,5 +574,38 @@ fn a_body_that_stops_coming_is_answered_408_over_h3_however_the_client_pings() {
     };
     assert_eq!(out["headers"][0], json!([":status", "408"]), "{out}");
     assert!(out["terminated"].is_null(), "{out}");
+    still_serves(&s);
+}
+
+#[test]
+fn an_idle_connection_closes_at_the_keepalive_timeout_over_h3_however_the_client_pings() {
+    // A GET answered, then nothing but PINGs: the connection is closed
+    // (H3_NO_ERROR) at timeouts.keepalive, as an HTTP/1.1 or HTTP/2 one
+    // is. It lived as long as the client pinged, holding its place in
+    // the connection limits.
+    let s = timed_server("keepalive = \"1s\"");
+    let Some(out) = held(&s, &headers_frame(&get_section()), false, true, 10) else {
+        return;
+    };
+    assert_eq!(out["headers"][0], json!([":status", "200"]), "{out}");
+    assert_eq!(out["terminated"], json!([H3_NO_ERROR, "idle"]), "{out}");
+    still_serves(&s);
+}
+
+#[test]
+fn a_request_head_never_finished_closes_the_connection_at_the_header_timeout() {
+    // Half a HEADERS frame, then nothing but PINGs: closed (H3_NO_ERROR)
+    // at timeouts.header, as HTTP/1.1 answers a head that does not come
+    // 408 (the keep-alive timeout, longer, does not apply).
+    let s = timed_server("header = \"1s\"\nkeepalive = \"60s\"");
+    let whole = headers_frame(&get_section());
+    let Some(out) = held(&s, &whole[..whole.len() - 3], true, true, 10) else {
+        return;
+    };
+    assert!(
+        out["headers"].as_array().is_some_and(Vec::is_empty),
+        "{out}"
+    );
+    assert_eq!(out["terminated"], json!([H3_NO_ERROR, "idle"]), "{out}");
     still_serves(&s);
 }

@@ -713,7 +713,11 @@ impl Worker {
             return;
         };
         if !s.quic.is_drained() && !s.quic.is_closed() {
-            close(s, Error::new(Code::NO_ERROR, "the server is stopping"), now);
+            let why = match s.idle_close {
+                true => "idle",
+                false => "the server is stopping",
+            };
+            close(s, Error::new(Code::NO_ERROR, why), now);
             q.transmit(s, now);
         }
         if !s.quic.is_drained() {
