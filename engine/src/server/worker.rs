@@ -602,6 +602,21 @@ impl Worker {
                     if !s.idle() {
                         s.busy_at = now;
                     }
+                    // An answer the client lets nothing of through for
+                    // timeouts.send is reset, as over HTTP/2.
+                    let stalled = |a: &crate::server::h3::Answer| {
+                        a.window_since
+                            .is_some_and(|at| now.saturating_duration_since(at) >= t.send)
+                    };
+                    if s.answers.iter().any(stalled) {
+                        let Some(mut conn) = self.conns.take(i) else {
+                            continue;
+                        };
+                        self.h3_send_timeouts(&mut conn, t.send);
+                        self.conns.put(i, conn);
+                        self.on_event(i, false);
+                        continue;
+                    }
                     // Winding down, as HTTP/2's: GOAWAY once quiet a
                     // second (at a reload) or at once (at a stop), then
                     // closed (H3_NO_ERROR) once its answers are done.

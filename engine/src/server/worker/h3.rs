@@ -9,7 +9,7 @@
 //! held), then its datagrams out through the worker's UDP socket.
 
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use quinn_proto::{Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
@@ -527,6 +527,7 @@ impl Worker {
     pub(super) fn h3_send(&mut self, c: &mut Conn) {
         let (mut i, now) = (0, self.clock.now);
         let mut wake: Option<Instant> = None;
+        let mut moved = false;
         loop {
             let Some(s) = c.h3_mut() else { return };
             let Some(a) = s.answers.get_mut(i) else { break };
@@ -534,7 +535,7 @@ impl Worker {
                 i += 1;
                 continue;
             }
-            match push(&mut s.quic, a, now) {
+            match push(&mut s.quic, a, now, &mut moved) {
                 Ok(Pushed::Blocked) => i += 1,
                 Ok(Pushed::Wait(when)) => {
                     // (Throttled: the others are not held up.)
@@ -574,6 +575,17 @@ impl Worker {
                     let a = s.answers.swap_remove(i);
                     let _ = s.quic.send_stream(stream(a.id)).reset(code);
                     self.h3_log(a, false);
+                }
+            }
+        }
+        if moved {
+            // (quinn-proto does not say whether a stream waits for its own
+            // window or for the connection's room: while some answer
+            // moves, none is timed, as HTTP/2 times one that waits for
+            // the connection's window only when no other answer got any.)
+            if let Some(s) = c.h3_mut() {
+                for a in &mut s.answers {
+                    a.window_since = None;
                 }
             }
         }
@@ -700,6 +712,39 @@ impl Worker {
         }
     }
 
+    /// Answers whose stream has taken none of their bytes for `send`
+    /// (the client keeps its flow-control window shut, or acknowledges
+    /// nothing) are reset (H3_REQUEST_CANCELLED), as HTTP/2's are
+    /// (`Worker::h2_send_timeouts`): QUIC's idle timeout, which any
+    /// packet restarts, never ended them. Whether any was.
+    pub(super) fn h3_send_timeouts(&mut self, c: &mut Conn, send: Duration) -> bool {
+        let now = self.clock.now;
+        let late = |a: &Answer| {
+            a.window_since
+                .is_some_and(|t| now.saturating_duration_since(t) >= send)
+        };
+        let mut any = false;
+        while let Some(id) = c.h3().and_then(|s| s.next_answer(None, late)) {
+            let Some(s) = c.h3_mut() else { break };
+            let sid = stream(id);
+            end_request(s, sid, u64::from(sid), Code::REQUEST_CANCELLED);
+            let Some(a) = s.take(id) else { break };
+            if self.logger.enabled(Level::Info) {
+                self.logger.log(
+                    Level::Info,
+                    format_args!(
+                        "client {}: HTTP/3 stream {id} let nothing of its answer through for \
+                         timeouts.send; reset (H3_REQUEST_CANCELLED)",
+                        c.peer.ip()
+                    ),
+                );
+            }
+            self.h3_forget(c, a);
+            any = true;
+        }
+        any
+    }
+
     /// Connection `c` goes (the worker closes it): its answers are
     /// logged with what they sent, and a connection not closed yet is
     /// closed (CONNECTION_CLOSE, H3_NO_ERROR: the server is going).
@@ -730,7 +775,12 @@ impl Worker {
 }
 
 /// Frames answer `a` into its stream as far as the stream takes it.
-fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io::Result<Pushed> {
+fn push(
+    quic: &mut quinn_proto::Connection,
+    a: &mut Answer,
+    now: Instant,
+    moved: &mut bool,
+) -> io::Result<Pushed> {
     let id = stream(a.id);
     loop {
         if a.own.at == a.own.bytes.len() {
@@ -748,9 +798,18 @@ fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io:
             false => None,
         };
         if a.own.at < a.own.bytes.len() {
+            // (`timeouts.send` runs while the stream takes none of it:
+            // see `Worker::h3_send_timeouts`.)
             match quic.send_stream(id).write(&a.own.bytes[a.own.at..]) {
-                Ok(n) => a.own.at += n,
-                Err(WriteError::Blocked) => return Ok(Pushed::Blocked),
+                Ok(n) if n > 0 => {
+                    a.own.at += n;
+                    a.window_since = None;
+                    *moved = true;
+                }
+                Ok(_) | Err(WriteError::Blocked) => {
+                    a.window_since.get_or_insert(now);
+                    return Ok(Pushed::Blocked);
+                }
                 Err(_) => return Ok(Pushed::Gone),
             }
             if a.own.at < a.own.bytes.len() {
