@@ -594,8 +594,10 @@ impl Worker {
             }
             let timer = match &mut c.proto {
                 Proto::H1(h1) => h1.timer(),
-                // (QUIC times its connections out itself; at a stop, one
-                // with nothing under way closes at once.)
+                // (QUIC's idle timeout closes a connection whose client
+                // sends nothing; HTTP's timeouts, which any packet would
+                // otherwise put off, are timed here. At a stop, one with
+                // nothing under way closes at once.)
                 #[cfg(feature = "http3")]
                 Proto::H3(s) => {
                     let now = self.clock.now;
