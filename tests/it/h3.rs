@@ -984,6 +984,31 @@ fn a_large_answer_read_slowly_arrives_whole_after_a_goaway_at_a_stop_and_a_reloa
     }
 }
 
+/// An answer whose stream the client never lets a byte of through (its
+/// flow-control credit for the stream is 1,000 bytes, never raised) is
+/// reset (H3_REQUEST_CANCELLED) at `timeouts.send`, as over HTTP/2: it
+/// held its file (and its place among the streams under way) for as
+/// long as the client sent anything, QUIC's idle timeout restarted by
+/// each packet.
+#[test]
+fn an_answer_the_client_lets_nothing_through_is_reset_at_the_send_timeout() {
+    let mut b = Builder::new();
+    b.file("big.bin", &noise(1 << 20, 7));
+    b.config("[timeouts]\nsend = \"1s\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests = json!([{"method": "GET", "path": "/big.bin"}]);
+    let Some(out) = h3_spec(&s, requests, json!({"stream_window": 1000, "timeout": 15})) else {
+        return;
+    };
+    let r = &out["responses"][0];
+    assert_eq!(fields(r)[0], ":status: 200", "{r}");
+    // H3_REQUEST_CANCELLED.
+    assert_eq!(r["reset"], json!(0x10c), "{r}");
+    assert!(r["length"].as_u64().is_some_and(|n| n < 1000), "{r}");
+    s.wait_stderr_line("let nothing of its answer through for timeouts.send");
+}
+
 /// A client that grants much credit, asks for a large file and reads
 /// nothing holds little of it in the server: quinn-proto's send window,
 /// not the client's credit, bounds what waits for its acknowledgement

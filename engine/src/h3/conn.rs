@@ -405,6 +405,11 @@ impl Conn {
         result
     }
 
+    /// Whether a request stream has begun its head and not finished it.
+    pub fn heads_pending(&self) -> bool {
+        self.requests.values().any(|r| r.phase == Phase::Head)
+    }
+
     /// Forgets request stream `id` (reset by the client, or answered and
     /// its rest not wanted).
     pub fn forget(&mut self, id: u64) {

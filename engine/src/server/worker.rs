@@ -594,17 +594,71 @@ impl Worker {
             }
             let timer = match &mut c.proto {
                 Proto::H1(h1) => h1.timer(),
-                // (QUIC times its connections out itself; at a stop, one
-                // with nothing under way closes at once.)
+                // (QUIC's idle timeout closes a connection whose client
+                // sends nothing; HTTP's timeouts, which any packet would
+                // otherwise put off, are timed here. At a stop, one with
+                // nothing under way closes at once.)
                 #[cfg(feature = "http3")]
                 Proto::H3(s) => {
+                    let now = self.clock.now;
+                    if !s.idle() {
+                        s.busy_at = now;
+                    }
+                    // An answer the client lets nothing of through for
+                    // timeouts.send is reset, as over HTTP/2.
+                    let stalled = |a: &crate::server::h3::Answer| {
+                        a.window_since
+                            .is_some_and(|at| now.saturating_duration_since(at) >= t.send)
+                    };
+                    if s.answers.iter().any(stalled) {
+                        let Some(mut conn) = self.conns.take(i) else {
+                            continue;
+                        };
+                        self.h3_send_timeouts(&mut conn, t.send);
+                        self.conns.put(i, conn);
+                        self.on_event(i, false);
+                        continue;
+                    }
                     // Winding down, as HTTP/2's: GOAWAY once quiet a
                     // second (at a reload) or at once (at a stop), then
                     // closed (H3_NO_ERROR) once its answers are done.
                     let Some(at_once) = goaway_at_once else {
+                        // Serving: HTTP/1.1's and HTTP/2's timeouts. (QUIC's
+                        // own idle timeout counts any packet, a PING too.)
+                        if s.winding_down {
+                            // (Its GOAWAY went for idleness: closed once
+                            // what it was asked since is answered.)
+                            if s.idle() {
+                                self.close(i);
+                            }
+                            continue;
+                        }
+                        if s.idle_due(now, (t.header, t.keepalive, t.body)) {
+                            // Idle: GOAWAY (the client opens nothing more,
+                            // and sends again what crossed it), then closed.
+                            s.idle_close = true;
+                            match s.go_away() {
+                                true => self.on_event(i, false),
+                                false => self.close(i),
+                            }
+                            continue;
+                        }
+                        // A request body that makes no progress for
+                        // timeouts.body is answered 408, as over HTTP/2.
+                        let quiet = now.saturating_duration_since(s.last_read);
+                        if quiet >= t.body && s.answers.iter().any(|a| a.wait.is_some()) {
+                            let Some(mut conn) = self.conns.take(i) else {
+                                continue;
+                            };
+                            let late = self.h2_body_timeouts(&mut conn);
+                            self.conns.put(i, conn);
+                            if late {
+                                self.on_event(i, false);
+                            }
+                        }
                         continue;
                     };
-                    let quiet = self.clock.now.saturating_duration_since(s.last_opened) >= TICK;
+                    let quiet = now.saturating_duration_since(s.last_opened) >= TICK;
                     if !s.winding_down && (at_once || quiet) {
                         if s.go_away() {
                             self.on_event(i, false);

@@ -33,9 +33,12 @@ and prints one JSON document on stdout. Modes:
     the connection's close:
       {"terminated": [CODE, REASON] or null}
   "raw": on one connection, "request" (hex) written on a new request
-    stream (ended), and "encoder" (hex) on the client's own QPACK encoder
-    stream (after its type byte, which aioquic sent); then waits up to
-    "wait" seconds for an answer, a reset or the connection's close.
+    stream (ended, unless "open": true), and "encoder" (hex) on the
+    client's own QPACK encoder stream (after its type byte, which aioquic
+    sent); then waits up to "wait" seconds for an answer, a reset or the
+    connection's close (with "until_close": true, for the close alone).
+    With "ping": true, a PING goes every 0.2 s meanwhile (so QUIC's own
+    idle timeout never ends the connection).
       {"headers": [[k, v], ...], "reset": CODE or null,
        "terminated": [CODE, REASON] or null}
   "initials": for each address of "sources" (each "IP" or "IP:PORT"), a
@@ -180,13 +183,18 @@ async def raw(spec, client):
         )
     if spec.get("request") is not None:
         sid = quic.get_next_available_stream_id()
-        quic.send_stream_data(sid, bytes.fromhex(spec["request"]), True)
+        end = not spec.get("open", False)
+        quic.send_stream_data(sid, bytes.fromhex(spec["request"]), end)
     client.transmit()
-    for _ in range(int(spec.get("wait", 5) * 100)):
+    answered = not spec.get("until_close", False)
+    for i in range(int(spec.get("wait", 5) * 100)):
         if client.terminated is not None:
             break
-        if sid is not None and (sid in client.headers or sid in client.resets):
+        if answered and sid is not None and (sid in client.headers or sid in client.resets):
             break
+        if spec.get("ping") and i % 20 == 0:
+            quic.send_ping(i)
+            client.transmit()
         await asyncio.sleep(0.01)
     return {
         "headers": client.headers.get(sid, []),

@@ -18,6 +18,8 @@ const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 const QPACK_ENCODER_STREAM_ERROR: u64 = 0x201;
 /// `H3_CLOSED_CRITICAL_STREAM` (RFC 9114 §8.1).
 const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
+/// `H3_NO_ERROR` (RFC 9114 §8.1).
+const H3_NO_ERROR: u64 = 0x100;
 
 /// Runs the abusive client on `spec` (its mode and what it needs) against
 /// `server`'s UDP port; `None`, after saying the test skips, without
@@ -512,4 +514,98 @@ fn a_datagram_of_a_connection_from_a_new_address_gets_no_reset_and_the_connectio
     assert_eq!(out["token"].as_str().expect("token").len(), 32, "{out}");
     assert_eq!(out["replies"], json!([]), "{out}");
     assert_eq!(out["after"], "200", "{out}");
+}
+
+/// A server of `/index.html` and a CGI program (`/cgi-bin/cat.sh`, which
+/// echoes its body) with HTTP/3 and `timeouts` (TOML lines).
+fn timed_server(timeouts: &str) -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    let path = b.base().join("cgi-bin").join("cat.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'Content-Type: text/plain'\necho\ncat\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config(&format!(
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n[timeouts]\n{timeouts}\n"
+    ));
+    b.tls().arg("--http3");
+    b.start()
+}
+
+/// `raw` mode on a request stream (`request`: its bytes; `open`: not
+/// ended), the client sending a PING every 0.2 s (QUIC's idle timeout
+/// never ends the connection), for at most `wait` seconds; `until_close`:
+/// waits for the connection's close, not for an answer.
+fn held(s: &Server, request: &[u8], open: bool, until_close: bool, wait: u64) -> Option<Value> {
+    let spec = json!({
+        "mode": "raw",
+        "request": hex(request),
+        "open": open,
+        "ping": true,
+        "until_close": until_close,
+        "wait": wait,
+    });
+    flood(s, spec)
+}
+
+#[test]
+fn a_body_that_stops_coming_is_answered_408_over_h3_however_the_client_pings() {
+    // A POST with no content-length to a CGI program, whose body is held
+    // whole before the program starts (RFC 3875 wants its length): 3
+    // bytes of it, then nothing but PINGs. It held its place (and the
+    // memory of the body) for as long as the client pinged: QUIC's idle
+    // timeout counts any packet, and HTTP/3 had no `timeouts.body`;
+    // HTTP/2 answers 408.
+    let s = timed_server("body = \"1s\"\nkeepalive = \"30s\"");
+    let mut p = vec![0x00, 0x00, 0xc0 | 20, 0xc0 | 23, 0x50, 6];
+    p.extend_from_slice(b"a.test");
+    p.extend_from_slice(&[0x51, 15]);
+    p.extend_from_slice(b"/cgi-bin/cat.sh");
+    let mut request = headers_frame(&p);
+    request.extend_from_slice(&[0x00, 3]);
+    request.extend_from_slice(b"abc");
+    let Some(out) = held(&s, &request, true, false, 10) else {
+        return;
+    };
+    assert_eq!(out["headers"][0], json!([":status", "408"]), "{out}");
+    assert!(out["terminated"].is_null(), "{out}");
+    still_serves(&s);
+}
+
+#[test]
+fn an_idle_connection_closes_at_the_keepalive_timeout_over_h3_however_the_client_pings() {
+    // A GET answered, then nothing but PINGs: the connection is closed
+    // (H3_NO_ERROR) at timeouts.keepalive, as an HTTP/1.1 or HTTP/2 one
+    // is. It lived as long as the client pinged, holding its place in
+    // the connection limits.
+    let s = timed_server("keepalive = \"1s\"");
+    let Some(out) = held(&s, &headers_frame(&get_section()), false, true, 10) else {
+        return;
+    };
+    assert_eq!(out["headers"][0], json!([":status", "200"]), "{out}");
+    assert_eq!(out["terminated"], json!([H3_NO_ERROR, "idle"]), "{out}");
+    still_serves(&s);
+}
+
+#[test]
+fn a_request_head_never_finished_closes_the_connection_at_the_header_timeout() {
+    // Half a HEADERS frame, then nothing but PINGs: closed (H3_NO_ERROR)
+    // at timeouts.header, as HTTP/1.1 answers a head that does not come
+    // 408 (the keep-alive timeout, longer, does not apply).
+    let s = timed_server("header = \"1s\"\nkeepalive = \"60s\"");
+    let whole = headers_frame(&get_section());
+    let Some(out) = held(&s, &whole[..whole.len() - 3], true, true, 10) else {
+        return;
+    };
+    assert!(
+        out["headers"].as_array().is_some_and(Vec::is_empty),
+        "{out}"
+    );
+    assert_eq!(out["terminated"], json!([H3_NO_ERROR, "idle"]), "{out}");
+    still_serves(&s);
 }

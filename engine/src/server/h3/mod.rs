@@ -18,7 +18,7 @@ pub mod head;
 pub mod sink;
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use quinn_proto::{ConnectionHandle, Dir, ReadError, Side, StreamId, VarInt};
 
@@ -60,6 +60,13 @@ pub struct Session {
     pub next_request: u32,
     /// When it last opened a request stream.
     pub last_opened: Instant,
+    /// When a request stream last brought it bytes (`timeouts.body`
+    /// runs from here, as from an HTTP/2 connection's last read).
+    pub last_read: Instant,
+    /// When the worker's sweep last saw it busy (not [`Session::idle`]):
+    /// its keep-alive time runs from the latest of this, `last_opened`
+    /// and `last_read` (see [`Session::idle_due`]).
+    pub busy_at: Instant,
     /// Winding down (a reload or a stop) was asked: a GOAWAY goes on its
     /// control stream as soon as the stream takes it (see
     /// [`Session::flush_control`]), and it closes once its answers are
@@ -68,6 +75,9 @@ pub struct Session {
     /// The GOAWAY it was sent, once it went into the control stream: the
     /// first request stream that is not served (RFC 9114 §5.2).
     pub going_away: Option<u32>,
+    /// Its GOAWAY went because it was idle ([`Session::idle_due`]), not
+    /// for a reload or a stop: its CONNECTION_CLOSE says so.
+    pub idle_close: bool,
     /// The GOAWAY's bytes its control stream has not taken yet.
     control_out: Vec<u8>,
     /// How many programs and upstream requests answer its streams.
@@ -120,8 +130,11 @@ impl Session {
             decoder: None,
             next_request: 0,
             last_opened: now,
+            last_read: now,
+            busy_at: now,
             winding_down: false,
             going_away: None,
+            idle_close: false,
             control_out: Vec::new(),
             programs: 0,
             pacing: Pacing::default(),
@@ -255,6 +268,30 @@ impl Session {
     /// application's code and reason cannot go: RFC 9000 §10.2.3.)
     pub fn idle(&self) -> bool {
         self.answers.is_empty() && self.unacked.is_empty() && !self.quic.is_handshaking()
+    }
+
+    /// Whether it has been idle too long at `now` and is to close, as an
+    /// HTTP/1.1 or HTTP/2 connection is: nothing under way and no request
+    /// opened or read for `keepalive`, or (a body nobody wants still
+    /// coming) for `body`; with a request head begun and not finished,
+    /// `header` after its stream opened, however slowly its bytes come
+    /// (a client that sends PINGs would otherwise hold it, and its
+    /// connection, for ever: QUIC's idle timeout counts any packet).
+    pub fn idle_due(
+        &self,
+        now: Instant,
+        (header, keepalive, body): (Duration, Duration, Duration),
+    ) -> bool {
+        if !self.idle() {
+            return false;
+        }
+        let opened = self.busy_at.max(self.last_opened);
+        let (since, limit) = match (self.h3.heads_pending(), self.unwanted.is_empty()) {
+            (true, _) => (opened, header),
+            (false, true) => (opened.max(self.last_read), keepalive),
+            (false, false) => (opened.max(self.last_read), body),
+        };
+        now.saturating_duration_since(since) >= limit
     }
 
     /// Stream `id` is done with: acknowledged whole, or stopped.

@@ -9,7 +9,7 @@
 //! held), then its datagrams out through the worker's UDP socket.
 
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use quinn_proto::{Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
@@ -311,8 +311,10 @@ impl Worker {
         let uni = id.dir() == Dir::Uni;
         let mut then = Then::Nothing;
         let (mut head, mut body, mut ended) = (None, Vec::new(), false);
+        let mut got = false;
         let Some(s) = c.h3_mut() else { return };
         if s.drop_unwanted(id) {
+            s.last_read = now;
             return;
         }
         // A producer that reads the body takes it as fast as it passes it
@@ -352,6 +354,7 @@ impl Worker {
             if left != usize::MAX {
                 left -= bytes.len();
             }
+            got |= !bytes.is_empty();
             then = if uni {
                 match h3.uni(key, &bytes, fin) {
                     Ok(true) => Then::Nothing,
@@ -375,6 +378,9 @@ impl Worker {
             }
         }
         let _ = chunks.finalize();
+        if got && !uni {
+            s.last_read = now;
+        }
         match then {
             Then::Nothing => {}
             Then::Stop => {
@@ -521,6 +527,7 @@ impl Worker {
     pub(super) fn h3_send(&mut self, c: &mut Conn) {
         let (mut i, now) = (0, self.clock.now);
         let mut wake: Option<Instant> = None;
+        let mut moved = false;
         loop {
             let Some(s) = c.h3_mut() else { return };
             let Some(a) = s.answers.get_mut(i) else { break };
@@ -528,7 +535,7 @@ impl Worker {
                 i += 1;
                 continue;
             }
-            match push(&mut s.quic, a, now) {
+            match push(&mut s.quic, a, now, &mut moved) {
                 Ok(Pushed::Blocked) => i += 1,
                 Ok(Pushed::Wait(when)) => {
                     // (Throttled: the others are not held up.)
@@ -568,6 +575,17 @@ impl Worker {
                     let a = s.answers.swap_remove(i);
                     let _ = s.quic.send_stream(stream(a.id)).reset(code);
                     self.h3_log(a, false);
+                }
+            }
+        }
+        if moved {
+            // (quinn-proto does not say whether a stream waits for its own
+            // window or for the connection's room: while some answer
+            // moves, none is timed, as HTTP/2 times one that waits for
+            // the connection's window only when no other answer got any.)
+            if let Some(s) = c.h3_mut() {
+                for a in &mut s.answers {
+                    a.window_since = None;
                 }
             }
         }
@@ -694,6 +712,39 @@ impl Worker {
         }
     }
 
+    /// Answers whose stream has taken none of their bytes for `send`
+    /// (the client keeps its flow-control window shut, or acknowledges
+    /// nothing) are reset (H3_REQUEST_CANCELLED), as HTTP/2's are
+    /// (`Worker::h2_send_timeouts`): QUIC's idle timeout, which any
+    /// packet restarts, never ended them. Whether any was.
+    pub(super) fn h3_send_timeouts(&mut self, c: &mut Conn, send: Duration) -> bool {
+        let now = self.clock.now;
+        let late = |a: &Answer| {
+            a.window_since
+                .is_some_and(|t| now.saturating_duration_since(t) >= send)
+        };
+        let mut any = false;
+        while let Some(id) = c.h3().and_then(|s| s.next_answer(None, late)) {
+            let Some(s) = c.h3_mut() else { break };
+            let sid = stream(id);
+            end_request(s, sid, u64::from(sid), Code::REQUEST_CANCELLED);
+            let Some(a) = s.take(id) else { break };
+            if self.logger.enabled(Level::Info) {
+                self.logger.log(
+                    Level::Info,
+                    format_args!(
+                        "client {}: HTTP/3 stream {id} let nothing of its answer through for \
+                         timeouts.send; reset (H3_REQUEST_CANCELLED)",
+                        c.peer.ip()
+                    ),
+                );
+            }
+            self.h3_forget(c, a);
+            any = true;
+        }
+        any
+    }
+
     /// Connection `c` goes (the worker closes it): its answers are
     /// logged with what they sent, and a connection not closed yet is
     /// closed (CONNECTION_CLOSE, H3_NO_ERROR: the server is going).
@@ -707,7 +758,11 @@ impl Worker {
             return;
         };
         if !s.quic.is_drained() && !s.quic.is_closed() {
-            close(s, Error::new(Code::NO_ERROR, "the server is stopping"), now);
+            let why = match s.idle_close {
+                true => "idle",
+                false => "the server is stopping",
+            };
+            close(s, Error::new(Code::NO_ERROR, why), now);
             q.transmit(s, now);
         }
         if !s.quic.is_drained() {
@@ -720,7 +775,12 @@ impl Worker {
 }
 
 /// Frames answer `a` into its stream as far as the stream takes it.
-fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io::Result<Pushed> {
+fn push(
+    quic: &mut quinn_proto::Connection,
+    a: &mut Answer,
+    now: Instant,
+    moved: &mut bool,
+) -> io::Result<Pushed> {
     let id = stream(a.id);
     loop {
         if a.own.at == a.own.bytes.len() {
@@ -738,9 +798,18 @@ fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io:
             false => None,
         };
         if a.own.at < a.own.bytes.len() {
+            // (`timeouts.send` runs while the stream takes none of it:
+            // see `Worker::h3_send_timeouts`.)
             match quic.send_stream(id).write(&a.own.bytes[a.own.at..]) {
-                Ok(n) => a.own.at += n,
-                Err(WriteError::Blocked) => return Ok(Pushed::Blocked),
+                Ok(n) if n > 0 => {
+                    a.own.at += n;
+                    a.window_since = None;
+                    *moved = true;
+                }
+                Ok(_) | Err(WriteError::Blocked) => {
+                    a.window_since.get_or_insert(now);
+                    return Ok(Pushed::Blocked);
+                }
                 Err(_) => return Ok(Pushed::Gone),
             }
             if a.own.at < a.own.bytes.len() {
