@@ -187,6 +187,36 @@ fn port_in_use_is_an_error() {
     drop(taken);
 }
 
+/// A listen address that cannot be bound is named with where it was
+/// configured, as configuration errors are: the file, line and key (the
+/// item's own line in a list), or the flag.
+#[test]
+fn a_port_in_use_names_where_it_was_configured() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let dir = TempDir::new("cfg");
+    let cfg = dir.path.join("site.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "root = \"{}\"\n# (the first address is free)\nlisten = [\n  \"127.0.0.1:0\",\n  \"127.0.0.1:{port}\",\n]\n[log]\naccess = \"off\"\n",
+            dir.path.display()
+        ),
+    )
+    .expect("write");
+    let cfg = cfg.to_str().expect("utf-8");
+    let (st, _out, err) = run_brisk(&["--config", cfg]);
+    assert!(!st.success(), "started on a port in use");
+    let line = format!("{cfg}:5: listen: cannot listen on 127.0.0.1:{port}: ");
+    assert!(err.contains(&line), "{err}");
+    let addr = format!("127.0.0.1:{port}");
+    let (st, _out, err) = run_brisk(&["--config", cfg, "--listen", &addr]);
+    assert!(!st.success(), "started on a port in use");
+    let line = format!("--listen: cannot listen on {addr}: ");
+    assert!(err.contains(&line), "{err}");
+    drop(taken);
+}
+
 #[test]
 fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     let dir = TempDir::new("daemon");
