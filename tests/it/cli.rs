@@ -887,3 +887,80 @@ fn check_config_warns_of_a_port_this_user_cannot_bind() {
     );
     assert!(stdout.contains(&want), "{stdout}");
 }
+
+/// --check-config says whether the workers can write a writable
+/// `[[webdav]]` tree, as the user they will run as: a tree root owns
+/// with mode 0755 is not writable by `user = "nobody"` (it said
+/// "writable", and every PUT then failed), one nobody owns is; run by
+/// that user itself, the kernel answers (a 0555 tree).
+#[cfg(feature = "webdav")]
+#[test]
+fn check_config_says_whether_the_workers_can_write_a_webdav_tree() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root, to switch to nobody");
+        return;
+    }
+    let dir = TempDir::new("dav-owner");
+    let tree = dir.path.join("dav");
+    fs::create_dir(&tree).unwrap();
+    fs::set_permissions(&tree, fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        format!(
+            "root = \"{0}\"\nuser = \"nobody\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{1}\"\n",
+            dir.path.display(),
+            tree.display()
+        ),
+    )
+    .unwrap();
+    let check = || {
+        let (st, out, err) = run_brisk(&["--config", cfg.to_str().unwrap(), "--check-config"]);
+        assert!(st.success(), "{err}");
+        out
+    };
+    let out = check();
+    let want = format!(
+        "warning: webdav[1].root: {}: the workers, running as user \"nobody\" (uid 65534, gid ",
+        tree.display()
+    );
+    assert!(out.contains(&want), "{out}");
+    assert!(
+        out.contains("cannot write there: permission denied (owned by uid 0 gid 0, mode 0755)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("; writable by the configuration, but see the warning"),
+        "{out}"
+    );
+    std::os::unix::fs::chown(&tree, Some(65534), None).unwrap();
+    let out = check();
+    assert!(!out.contains("warning: webdav"), "{out}");
+    assert!(
+        out.contains(&format!("{}; writable", tree.display())),
+        "{out}"
+    );
+    // Run as nobody, whose 0555 tree the kernel says it cannot write.
+    let (_dir, _cfg, out) = as_nobody(
+        "dav-self",
+        |dir| {
+            let tree = dir.join("dav");
+            fs::create_dir(&tree).unwrap();
+            std::os::unix::fs::chown(&tree, Some(65534), Some(65534)).unwrap();
+            fs::set_permissions(&tree, fs::Permissions::from_mode(0o555)).unwrap();
+            format!(
+                "root = \"{}\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+                dir.display(),
+                tree.display()
+            )
+        },
+        &["--check-config"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("the workers, running as uid 65534, cannot write there: Permission denied"),
+        "{text}"
+    );
+}
