@@ -187,6 +187,36 @@ fn port_in_use_is_an_error() {
     drop(taken);
 }
 
+/// A listen address that cannot be bound is named with where it was
+/// configured, as configuration errors are: the file, line and key (the
+/// item's own line in a list), or the flag.
+#[test]
+fn a_port_in_use_names_where_it_was_configured() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let dir = TempDir::new("cfg");
+    let cfg = dir.path.join("site.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "root = \"{}\"\n# (the first address is free)\nlisten = [\n  \"127.0.0.1:0\",\n  \"127.0.0.1:{port}\",\n]\n[log]\naccess = \"off\"\n",
+            dir.path.display()
+        ),
+    )
+    .expect("write");
+    let cfg = cfg.to_str().expect("utf-8");
+    let (st, _out, err) = run_brisk(&["--config", cfg]);
+    assert!(!st.success(), "started on a port in use");
+    let line = format!("{cfg}:5: listen: cannot listen on 127.0.0.1:{port}: ");
+    assert!(err.contains(&line), "{err}");
+    let addr = format!("127.0.0.1:{port}");
+    let (st, _out, err) = run_brisk(&["--config", cfg, "--listen", &addr]);
+    assert!(!st.success(), "started on a port in use");
+    let line = format!("--listen: cannot listen on {addr}: ");
+    assert!(err.contains(&line), "{err}");
+    drop(taken);
+}
+
 #[test]
 fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     let dir = TempDir::new("daemon");
@@ -856,4 +886,81 @@ fn check_config_warns_of_a_port_this_user_cannot_bind() {
         "\nwarning: listen: 127.0.0.1:80: ports below {first} need privileges, which brisk, running as uid 65534 without CAP_NET_BIND_SERVICE, has not: the start will fail to bind them"
     );
     assert!(stdout.contains(&want), "{stdout}");
+}
+
+/// --check-config says whether the workers can write a writable
+/// `[[webdav]]` tree, as the user they will run as: a tree root owns
+/// with mode 0755 is not writable by `user = "nobody"` (it said
+/// "writable", and every PUT then failed), one nobody owns is; run by
+/// that user itself, the kernel answers (a 0555 tree).
+#[cfg(feature = "webdav")]
+#[test]
+fn check_config_says_whether_the_workers_can_write_a_webdav_tree() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root, to switch to nobody");
+        return;
+    }
+    let dir = TempDir::new("dav-owner");
+    let tree = dir.path.join("dav");
+    fs::create_dir(&tree).unwrap();
+    fs::set_permissions(&tree, fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        format!(
+            "root = \"{0}\"\nuser = \"nobody\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{1}\"\n",
+            dir.path.display(),
+            tree.display()
+        ),
+    )
+    .unwrap();
+    let check = || {
+        let (st, out, err) = run_brisk(&["--config", cfg.to_str().unwrap(), "--check-config"]);
+        assert!(st.success(), "{err}");
+        out
+    };
+    let out = check();
+    let want = format!(
+        "warning: webdav[1].root: {}: the workers, running as user \"nobody\" (uid 65534, gid ",
+        tree.display()
+    );
+    assert!(out.contains(&want), "{out}");
+    assert!(
+        out.contains("cannot write there: permission denied (owned by uid 0 gid 0, mode 0755)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("; writable by the configuration, but see the warning"),
+        "{out}"
+    );
+    std::os::unix::fs::chown(&tree, Some(65534), None).unwrap();
+    let out = check();
+    assert!(!out.contains("warning: webdav"), "{out}");
+    assert!(
+        out.contains(&format!("{}; writable", tree.display())),
+        "{out}"
+    );
+    // Run as nobody, whose 0555 tree the kernel says it cannot write.
+    let (_dir, _cfg, out) = as_nobody(
+        "dav-self",
+        |dir| {
+            let tree = dir.join("dav");
+            fs::create_dir(&tree).unwrap();
+            std::os::unix::fs::chown(&tree, Some(65534), Some(65534)).unwrap();
+            fs::set_permissions(&tree, fs::Permissions::from_mode(0o555)).unwrap();
+            format!(
+                "root = \"{}\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+                dir.display(),
+                tree.display()
+            )
+        },
+        &["--check-config"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("the workers, running as uid 65534, cannot write there: Permission denied"),
+        "{text}"
+    );
 }

@@ -314,12 +314,19 @@ fn exited(pid: i32) -> bool {
 /// sockets it is handed (a new brisk stuck at its start), and sends
 /// `old` SIGUSR2; returns the program's pid (SIGKILLed when dropped).
 fn upgrade_to_a_stuck_program(dir: &Path, bin: &Path, old: &KillOnDrop) -> KillPid {
+    upgrade_to_a_stuck_script(dir, bin, old, "exec sleep 300")
+}
+
+/// [`upgrade_to_a_stuck_program`], the program a shell script running
+/// `body`.
+fn upgrade_to_a_stuck_script(dir: &Path, bin: &Path, old: &KillOnDrop, body: &str) -> KillPid {
     let staged = dir.join("stuck.new");
     let made = Command::new("sh")
         .arg("-c")
-        .arg("printf '#!/bin/sh\\nexec sleep 300\\n' > \"$1\" && chmod 755 \"$1\"")
+        .arg("printf '#!/bin/sh\\n%s\\n' \"$2\" > \"$1\" && chmod 755 \"$1\"")
         .arg("sh")
         .arg(&staged)
+        .arg(body)
         .status()
         .expect("run sh");
     assert!(made.success());
@@ -391,6 +398,32 @@ fn a_stop_while_an_upgrade_is_stuck_kills_the_new_program() {
     assert!(line.contains(&killed), "{line}");
     assert!(exited(stuck.0), "the stuck program still runs");
     assert!(!dir.path.join("brisk.pid").exists());
+}
+
+/// A new "binary" that is a wrapper script which runs brisk without
+/// `exec` (here `sleep`, which never serves): its child holds copies of
+/// the listening sockets too, so giving the upgrade up kills the new
+/// program's whole process group, and the port is free once the old
+/// brisk has stopped (before, the orphaned child kept it bound, and
+/// connections waited in its backlog unanswered).
+#[test]
+fn a_stop_while_an_upgrade_is_stuck_kills_what_the_new_program_started() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    let stuck = upgrade_to_a_stuck_script(&dir.path, &bin, &old, "sleep 300");
+    // The script's child, started in the script's process group.
+    let child = wait_for("the script's child", || {
+        let children = fs::read_to_string(format!("/proc/{0}/task/{0}/children", stuck.0)).ok()?;
+        children.split_whitespace().next()?.parse::<i32>().ok()
+    });
+    let _child = KillPid(child);
+    stop_frees_the_port(&mut old, addr);
+    let line = log_line(&dir.path, "SIGUSR2: the upgrade is given up as brisk stops");
+    let killed = format!("killed the new brisk (pid {})", stuck.0);
+    assert!(line.contains(&killed), "{line}");
+    assert!(exited(stuck.0), "the script still runs");
+    assert!(exited(child), "the script's child still runs");
 }
 
 /// SIGKILLs a process this test made brisk start, at the end.

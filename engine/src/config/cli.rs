@@ -234,6 +234,23 @@ fn load_command(
     if listen_flags {
         config.listen = flags.listen;
     }
+    // Where each address was set, the flags' first (see
+    // `Config::listen_origins`).
+    let flag = match (listen_flags, flags.port.is_some()) {
+        (true, _) => Some("--listen"),
+        (false, true) => Some("--port"),
+        (false, false) => None,
+    };
+    let mut listen_at: Vec<(SocketAddr, String)> = flag
+        .map(|flag| {
+            config
+                .listen
+                .iter()
+                .map(|&a| (a, flag.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    listen_at.append(&mut origins.listen_at);
     config.site.static_files.autoindex |= flags.autoindex;
     if let Some(root) = flags.root {
         config.site.root = cwd.join(root);
@@ -283,6 +300,9 @@ fn load_command(
             "--http3",
             "this brisk was built without HTTP/3 (the cargo feature `http3`)",
         ));
+    }
+    if let Some(section) = &mut origins.tls {
+        listen_at.append(&mut section.listen_at);
     }
     let tls = tls_section(
         &mut config,
@@ -361,12 +381,19 @@ fn load_command(
     config.listen_default = !(origins.listen || listen_flags || flags.port.is_some())
         && config.tls.as_ref().is_none_or(|t| t.listen.is_empty());
     // (Always `None` without the cargo feature `ops`: `[proxy]` is refused.)
-    if let Some(section) = origins.proxy.take().filter(|_| cfg!(feature = "ops")) {
+    if let Some(mut section) = origins.proxy.take().filter(|_| cfg!(feature = "ops")) {
+        listen_at.append(&mut section.listen_at);
         let listen_given = origins.listen || listen_flags || flags.port.is_some();
         config.proxy = proxy_section(&mut config, section, listen_given)?;
         config.listen_default &=
             config.proxy.listen.is_empty() && config.proxy.tls_listen.is_empty();
     }
+
+    if config.listen_default {
+        let at = "listen (not set: the default)";
+        listen_at.extend(config.listen.iter().map(|&a| (a, at.to_string())));
+    }
+    config.listen_origins = listen_at;
 
     // Final checks, after every layer had its say.
     if config.workers == 0 {
@@ -520,6 +547,7 @@ fn tls_section(
                 has_listen: false,
                 origin: "--tls-cert".to_string(),
                 certificates: Vec::new(),
+                listen_at: Vec::new(),
             });
             section.certificates = vec![CertificateSource {
                 cert: (cwd.join(cert), "--tls-cert".to_string()),

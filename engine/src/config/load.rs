@@ -6,6 +6,7 @@
 //! checked by hand with messages that say what is allowed. It also keeps the
 //! binary smaller than a derive per section would.
 
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -151,6 +152,8 @@ pub(crate) struct Origins {
     pub(crate) temp_dir: Option<String>,
     /// Whether the document has a top-level `listen`.
     pub(crate) listen: bool,
+    /// Where each address of the top-level `listen` was set.
+    pub(crate) listen_at: Vec<(SocketAddr, String)>,
     /// `[tls]`, its certificates not read yet.
     pub(crate) tls: Option<super::tls::TlsSection>,
     /// `[proxy]`, its listeners not checked against the others yet.
@@ -193,6 +196,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "listen" => {
                 config.listen = loader.addresses("listen", value)?;
                 origins.listen = true;
+                origins.listen_at = loader.listed("listen", value);
             }
             "tls" => origins.tls = Some(loader.tls(value)?),
             "acme" => {

@@ -92,6 +92,12 @@ pub struct Config {
     /// `--port`, `[tls] listen`, `[proxy] listen`): `listen` is the
     /// built-in default, which sockets passed by systemd replace.
     pub listen_default: bool,
+    /// Where each listen address (of `listen`, `[tls] listen`, `[proxy]
+    /// listen` and `tls_listen`) was configured, for the error when it
+    /// cannot be bound: `site.toml:3: listen`, `--listen`, `--port`. The
+    /// first entry for an address counts; empty for a configuration
+    /// built in code.
+    pub listen_origins: Vec<(SocketAddr, String)>,
     /// The default site: the top level's per-site settings (document
     /// root, `[static]`, rules), which answers every request no `[[site]]`
     /// claims.
@@ -833,12 +839,22 @@ pub struct CgiRule {
     pub max_body: Option<u64>,
 }
 
+impl Config {
+    /// Where `addr` (as configured, port 0 unresolved) was set: see
+    /// [`Config::listen_origins`].
+    pub fn listen_origin(&self, addr: SocketAddr) -> Option<String> {
+        let at = self.listen_origins.iter().find(|(a, _)| *a == addr);
+        at.map(|(_, origin)| origin.clone())
+    }
+}
+
 impl Default for Config {
     /// The compiled-in defaults (before any baked-in or user config file).
     fn default() -> Config {
         Config {
             listen: vec![SocketAddr::from(([127, 0, 0, 1], 8080))],
             listen_default: true,
+            listen_origins: Vec::new(),
             site: SiteConfig {
                 hosts: Vec::new(),
                 root: PathBuf::from("."),

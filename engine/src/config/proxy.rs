@@ -4,6 +4,8 @@
 //! `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto` headers are
 //! believed (`trusted`, CIDR ranges). See `access::proxy`.
 
+use std::net::SocketAddr;
+
 use toml::de::DeValue;
 use toml::Spanned;
 
@@ -21,6 +23,8 @@ pub(crate) struct ProxySection {
     pub(crate) listen_origin: Option<String>,
     /// Where `proxy.tls_listen` was set.
     pub(crate) tls_listen_origin: Option<String>,
+    /// Where each address of both was set.
+    pub(crate) listen_at: Vec<(SocketAddr, String)>,
 }
 
 impl Loader<'_> {
@@ -29,16 +33,21 @@ impl Loader<'_> {
             config: ProxyConfig::default(),
             listen_origin: None,
             tls_listen_origin: None,
+            listen_at: Vec::new(),
         };
         for (key, value) in sorted(self.table("proxy", v)?) {
             match key.get_ref().as_ref() {
                 "listen" => {
                     section.config.listen = self.addresses("proxy.listen", value)?;
                     section.listen_origin = Some(self.origin("proxy.listen", value));
+                    section.listen_at.extend(self.listed("proxy.listen", value));
                 }
                 "tls_listen" => {
                     section.config.tls_listen = self.addresses("proxy.tls_listen", value)?;
                     section.tls_listen_origin = Some(self.origin("proxy.tls_listen", value));
+                    section
+                        .listen_at
+                        .extend(self.listed("proxy.tls_listen", value));
                 }
                 "trusted" => {
                     let mut ranges = Vec::new();

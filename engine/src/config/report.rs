@@ -553,7 +553,7 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
 
 /// `; timeouts connect 5s, read 60s, send 60s`.
 /// `[[webdav]]` (nothing at all without rules, as before the feature).
-fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
+fn webdav(c: &Config, site: &SiteConfig, s: &mut String) {
     // (Where names are found whatever their case: see `SiteConfig::folding`.)
     if cfg!(feature = "webdav") && !site.folding.is_empty() {
         let _ = writeln!(
@@ -567,8 +567,15 @@ fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
     }
     rule_set(s, "webdav", &site.webdav, |r| {
         let mut line = format!("{} -> {}", r.path, r.root.display());
+        #[cfg(feature = "webdav")]
+        let refused = super::webdav::cannot_write(c, r).is_some();
+        #[cfg(not(feature = "webdav"))]
+        let refused = false;
         line.push_str(if r.read_only {
             "; read-only"
+        } else if refused {
+            // (The warning at the end says why.)
+            "; writable by the configuration, but see the warning about it below"
         } else {
             "; writable"
         });

@@ -23,10 +23,14 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
 
 /// What may be a mistake though the configuration is valid: brisk's own
 /// files beneath a root, private keys other users can read, ports this
-/// brisk cannot bind.
+/// brisk cannot bind, WebDAV trees its workers could not write.
 fn warnings(config: &Config) -> Vec<String> {
     let mut own = config.warnings();
     own.extend(privileged_ports(config));
+    // (At start, a file made and removed in each tree says it: see
+    // `webdav.md`.)
+    #[cfg(feature = "webdav")]
+    own.extend(super::webdav::unwritable_trees(config));
     #[cfg(feature = "tls")]
     let own = {
         let mut all = own;

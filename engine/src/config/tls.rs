@@ -71,6 +71,8 @@ pub(crate) struct TlsSection {
     pub(crate) origin: String,
     /// Each `[[tls.certificate]]`: its files and their origins.
     pub(crate) certificates: Vec<CertificateSource>,
+    /// Where each `listen` address was set (`site.toml:5: tls.listen`).
+    pub(crate) listen_at: Vec<(SocketAddr, String)>,
 }
 
 /// One `[[tls.certificate]]` before it is read.
@@ -88,6 +90,7 @@ impl Loader<'_> {
             has_listen: false,
             origin: self.origin("tls", v),
             certificates: Vec::new(),
+            listen_at: Vec::new(),
         };
         let c = &mut section.config;
         #[cfg(feature = "ops")]
@@ -101,6 +104,7 @@ impl Loader<'_> {
                         DeValue::Array(items) if items.is_empty() => Vec::new(),
                         _ => self.addresses("tls.listen", value)?,
                     };
+                    section.listen_at = self.listed("tls.listen", value);
                     section.has_listen = true;
                 }
                 "certificate" => {
@@ -223,6 +227,16 @@ impl Loader<'_> {
             out.push(addr);
         }
         Ok(out)
+    }
+
+    /// Where each address of `v`, a list [`Loader::addresses`] accepted,
+    /// was set: `site.toml:3: listen`, the line of the item itself.
+    pub(super) fn listed(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Vec<(SocketAddr, String)> {
+        let items = self.strings(key, v).unwrap_or_default();
+        items
+            .into_iter()
+            .filter_map(|(s, item)| Some((units::parse_listen(s)?, self.origin(key, item))))
+            .collect()
     }
 }
 

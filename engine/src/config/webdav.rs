@@ -95,6 +95,57 @@ impl WebdavRule {
     }
 }
 
+/// Why the workers cannot write in the tree of `rule`, a writable rule
+/// (see [`crate::sys::fs::cannot_write_dir`]): they run as `user` (or as
+/// `nobody`, started as root without one), whose only group is `group`
+/// or its own; `None` when they can, or the rule is read-only.
+#[cfg(feature = "webdav")]
+pub(crate) fn cannot_write(config: &Config, rule: &WebdavRule) -> Option<String> {
+    if rule.read_only {
+        return None;
+    }
+    let euid = crate::sys::privileges::euid();
+    let user = config.user.clone().or_else(|| config.default_user());
+    let (who, name) = match &user {
+        Some(u) if u.uid != euid => {
+            let gid = config.group.as_ref().map(|g| g.gid).or(u.gid)?;
+            (
+                Some((u.uid, gid)),
+                format!("user \"{}\" (uid {}, gid {gid})", u.name, u.uid),
+            )
+        }
+        _ => (None, format!("uid {euid}")),
+    };
+    let why = crate::sys::fs::cannot_write_dir(&rule.root, who)?;
+    Some(match why.strip_prefix("cannot tell: ") {
+        Some(why) => format!(
+            "cannot tell whether the workers, running as {name}, may write there: {why}"
+        ),
+        None => format!(
+            "the workers, running as {name}, cannot write there: {why}; PUT, MKCOL, DELETE, MOVE, COPY and PROPPATCH will fail (make the tree theirs, or set read_only = true)"
+        ),
+    })
+}
+
+/// [`cannot_write`] for every writable `[[webdav]]` tree, as warnings
+/// (`webdav[1].root: /srv/dav: …`).
+#[cfg(feature = "webdav")]
+pub(super) fn unwritable_trees(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, site) in SiteConfig::all_keyed(config) {
+        for (i, rule) in site.webdav.iter().enumerate() {
+            if let Some(why) = cannot_write(config, rule) {
+                out.push(format!(
+                    "{k}webdav[{}].root: {}: {why}",
+                    i + 1,
+                    rule.root.display()
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Why `rule` is refused: its tree holds, or lies beneath, a tree whose
 /// files brisk runs, in any site (a `[[cgi]]` directory or
 /// program, a root where a `pattern` rule or a `[[fastcgi]]` rule finds

@@ -8,8 +8,9 @@
 //! refused), finishes every response it started, answers the next
 //! request of an idle keep-alive connection with `Connection: close`, and
 //! exits. A new binary that fails (a bad configuration, a crash) or is
-//! not ready within [`READY_WITHIN`] changes nothing: it is killed (it
-//! holds copies of the listening sockets) and this one serves on.
+//! not ready within [`READY_WITHIN`] changes nothing: it is killed with
+//! its process group (they hold copies of the listening sockets) and this
+//! one serves on.
 
 use std::io::{self, Read};
 use std::net::SocketAddr;

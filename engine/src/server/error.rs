@@ -14,6 +14,10 @@ pub enum Error {
         addr: SocketAddr,
         /// What the kernel said.
         source: io::Error,
+        /// Where the address was configured (`site.toml:3: listen`,
+        /// `--listen`), put before the message; none for a configuration
+        /// built in code.
+        origin: Option<String>,
     },
     /// A reload could not duplicate the sockets of an address it keeps.
     ShareSocket {
@@ -54,7 +58,14 @@ pub enum Error {
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Error::Listen { addr, source } => {
+            Error::Listen {
+                addr,
+                source,
+                origin,
+            } => {
+                if let Some(origin) = origin {
+                    write!(f, "{origin}: ")?;
+                }
                 write!(f, "cannot listen on {addr}: {source}")?;
                 f.write_str(listen_hint(addr, source))
             }
@@ -81,6 +92,24 @@ impl std::fmt::Display for Error {
             Error::WorkerThread(e) => write!(f, "cannot start worker thread: {e}"),
             Error::Tls(e) => write!(f, "tls: {e}"),
             Error::Inherited(why) => f.write_str(why),
+        }
+    }
+}
+
+impl Error {
+    /// A [`Error::Listen`] that says where its address was configured.
+    pub(crate) fn configured_at(self, at: Option<String>) -> Error {
+        match self {
+            Error::Listen {
+                addr,
+                source,
+                origin: None,
+            } => Error::Listen {
+                addr,
+                source,
+                origin: at,
+            },
+            e => e,
         }
     }
 }
@@ -146,6 +175,7 @@ mod tests {
         let msg = Error::Listen {
             addr: low,
             source: denied(),
+            origin: None,
         }
         .to_string();
         assert!(msg.starts_with("cannot listen on 0.0.0.0:80: permission denied (ports below 1024 need privileges: start brisk as root"), "{msg}");
@@ -162,6 +192,7 @@ mod tests {
         let msg = Error::Listen {
             addr: high,
             source: denied(),
+            origin: None,
         }
         .to_string();
         assert_eq!(msg, "cannot listen on 0.0.0.0:8080: permission denied");
@@ -169,6 +200,7 @@ mod tests {
         let msg = Error::Listen {
             addr: high,
             source: in_use,
+            origin: None,
         }
         .to_string();
         assert!(
@@ -185,7 +217,11 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:80".parse().unwrap();
         let cases = [
             (
-                Error::Listen { addr, source: e() },
+                Error::Listen {
+                    addr,
+                    source: e(),
+                    origin: None,
+                },
                 "cannot listen on 127.0.0.1:80: in use",
             ),
             (

@@ -99,8 +99,13 @@ pub(super) fn adopt(
         };
         // (Tuned as brisk's own listeners are, the bound on unsent bytes
         // for plain ones only: `sys::net::NOTSENT_LOWAT`.)
-        sys::net::tune_listener(&g.socket, cfg.timeouts.defer_accept, !speaks.tls())
-            .map_err(|source| Error::Listen { addr: real, source })?;
+        sys::net::tune_listener(&g.socket, cfg.timeouts.defer_accept, !speaks.tls()).map_err(
+            |source| Error::Listen {
+                addr: real,
+                source,
+                origin: cfg.listen_origin(wanted),
+            },
+        )?;
         match out
             .iter_mut()
             .find(|b| b.wanted == wanted && b.speaks == speaks)

@@ -106,7 +106,8 @@ pub(super) fn bind_listeners(
         // (Unsent bytes bounded on plain listeners only: see
         // `sys::net::NOTSENT_LOWAT`.)
         let defer = cfg.timeouts.defer_accept;
-        let (real, sockets) = bind_all(wanted, workers, defer, !speaks.tls(), via)?;
+        let (real, sockets) = bind_all(wanted, workers, defer, !speaks.tls(), via)
+            .map_err(|e| e.configured_at(cfg.listen_origin(wanted)))?;
         out.push(Bound {
             wanted,
             real,
@@ -138,7 +139,11 @@ fn quic_sockets(
     if !cfg.http3.enable || speaks != Speaks::Https {
         return Ok(Vec::new());
     }
-    let fail = |source| Error::Listen { addr: real, source };
+    let fail = |source| Error::Listen {
+        addr: real,
+        source,
+        origin: cfg.listen_origin(wanted),
+    };
     if !kept.is_empty() {
         return kept.iter().map(|s| s.try_clone().map_err(fail)).collect();
     }
@@ -169,7 +174,11 @@ fn bind_all(
         Some(helper) => helper.listen(addr, reuseport, backlog, defer, bound_unsent),
         None => sys::net::listen(addr, reuseport, backlog, defer, bound_unsent),
     };
-    let fail = |addr, source| Error::Listen { addr, source };
+    let fail = |addr, source| Error::Listen {
+        addr,
+        source,
+        origin: None,
+    };
     let probe = listen(&addr, false, 1, Duration::ZERO).map_err(|e| fail(addr, e))?;
     let real = probe.local_addr().map_err(|e| fail(addr, e))?;
     drop(probe);

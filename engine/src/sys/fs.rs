@@ -950,6 +950,74 @@ fn mount_table() -> Option<Vec<u8>> {
     }
 }
 
+/// Why `who` (a user id and group id, the only group it will have: see
+/// `privileges::switch_user`; `None`: this process, as it is) may not
+/// create and remove names in the directory `dir`, or `None` if it may.
+/// For this process the kernel answers (`faccessat` with `AT_EACCESS`:
+/// modes, ACLs, a read-only mount); for another user the directory's
+/// mode bits do, and a directory with an ACL is said to be beyond telling.
+pub fn cannot_write_dir(dir: &Path, who: Option<(u32, u32)>) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let Some((uid, gid)) = who else {
+        // SAFETY: a NUL-terminated path; no pointer is kept.
+        let r = unsafe {
+            libc::faccessat(
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::W_OK | libc::X_OK,
+                libc::AT_EACCESS,
+            )
+        };
+        return (r == -1).then(|| io::Error::last_os_error().to_string());
+    };
+    let meta = match std::fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("cannot tell: {e}")),
+    };
+    // SAFETY: an all-zero statvfs is a valid out-value.
+    let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut vfs) } == 0 && vfs.f_flag & libc::ST_RDONLY != 0 {
+        return Some("it is on a read-only mount".to_string());
+    }
+    if uid == 0 {
+        return None;
+    }
+    // SAFETY: a NUL-terminated path and name; a zero size asks only
+    // whether the attribute exists (its size).
+    let acl = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    let mode = meta.mode();
+    let bits = if meta.uid() == uid {
+        (mode >> 6) & 0o3
+    } else if meta.gid() == gid {
+        (mode >> 3) & 0o3
+    } else {
+        mode & 0o3
+    };
+    let owned = format!(
+        "owned by uid {} gid {}, mode {:04o}",
+        meta.uid(),
+        meta.gid(),
+        mode & 0o7777
+    );
+    match (acl > 0, bits == 0o3) {
+        (true, _) => Some(format!(
+            "cannot tell: the directory ({owned}) has an ACL (getfacl shows it)"
+        )),
+        (false, true) => None,
+        (false, false) => Some(format!("permission denied ({owned})")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -19,7 +19,8 @@
 //! end (which the helper sends back) and then drains. The new process is
 //! started through an intermediate child that exits at once, so that it
 //! is nobody's child here (init, or the service manager, reaps it when
-//! it ends) and outlives the old brisk and its helper.
+//! it ends) and outlives the old brisk and its helper, in a process group
+//! of its own, so that an upgrade given up kills what it started too.
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
@@ -160,41 +161,64 @@ struct Launched {
     pidfd: Option<OwnedFd>,
 }
 
-/// [`ABANDON`]: kills `launched` if it is the process `pid`, and waits
-/// until it is gone.
+/// [`ABANDON`]: kills `launched` if it is the process `pid`, with its
+/// process group (what it started: a wrapper script's child, which holds
+/// copies of the sockets too), and waits until they are gone.
 fn abandon(launched: &mut Option<Launched>, pid: i32) -> io::Result<()> {
     let Some(child) = launched.take_if(|l| l.pid == pid) else {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
     };
-    let Some(pidfd) = &child.pidfd else {
+    let sent = match &child.pidfd {
+        // SAFETY: pidfd_send_signal(2) with a pidfd this helper owns and
+        // no siginfo.
+        Some(pidfd) => unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                pidfd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        },
         // SAFETY: kill(2) on the pid this helper started (no pidfd).
-        unsafe { libc::kill(child.pid, libc::SIGKILL) };
-        return Ok(());
+        None => unsafe { libc::kill(child.pid, libc::SIGKILL) }.into(),
     };
-    // SAFETY: pidfd_send_signal(2) with a pidfd this helper owns and no
-    // siginfo.
-    let sent = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            libc::SIGKILL,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
+    // (ESRCH: it has exited already, perhaps leaving its group.)
+    let leader = if sent == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
     };
-    if sent == -1 {
-        // (ESRCH: it has exited already.)
-        return Err(io::Error::last_os_error());
+    // Its group, whose id is its pid (`spawn` made it a group leader):
+    // the number is not given to another process while a member of the
+    // group is left, so this reaches the new program's own and nothing
+    // else (but for a group of that id made anew once they are all gone).
+    // SAFETY: kill(2) with a negative pid signals a process group.
+    let group = unsafe { libc::kill(-child.pid, libc::SIGKILL) } == 0;
+    if let Some(pidfd) = &child.pidfd {
+        // Readable once the process has exited (its descriptors closed).
+        let mut poll = libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut poll, 1, GONE_WITHIN) };
     }
-    // Readable once the process has exited (its descriptors closed).
-    let mut poll = libc::pollfd {
-        fd: pidfd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut poll, 1, GONE_WITHIN) };
-    Ok(())
+    if group {
+        // Until the group is empty (its members exited and reaped).
+        let since = std::time::Instant::now();
+        // SAFETY: signal 0 only asks whether the group has a member.
+        while unsafe { libc::kill(-child.pid, 0) } == 0
+            && since.elapsed() < std::time::Duration::from_millis(GONE_WITHIN as u64)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    match (leader, group) {
+        (Err(_), true) => Ok(()),
+        (leader, _) => leader,
+    }
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
@@ -327,7 +351,10 @@ fn spawn(program: &Program, handed: &[(OwnedFd, String)], ready: RawFd) -> io::R
     if let Some((argv0, rest)) = program.args.split_first() {
         cmd.arg0(argv0).args(rest);
     }
+    // A process group of its own (as a daemon has), so that an upgrade
+    // given up kills whatever it started with it (see `abandon`).
     cmd.current_dir(&program.cwd)
+        .process_group(0)
         .env(SOCKETS_VAR, described.join(";"))
         .env(READY_VAR, ready.to_string());
     // SAFETY: the closure runs in the new child between fork and exec and

@@ -433,3 +433,45 @@ fn check_config_names_who_serves() {
     assert!(summary(&["--user", "root", "--group", "0"])
         .contains("user: root (uid 0)\ngroup: 0 (gid 0)\n"));
 }
+
+/// Where each listen address was configured, for the error when it
+/// cannot be bound: the file, the item's line and the key, or the flag,
+/// or the default.
+#[test]
+fn listen_origins_name_the_file_line_and_key_or_the_flag() {
+    let dir = TempDir::new();
+    let text = String::from(
+        "root = \"public\"\nlisten = [\n  \"127.0.0.1:8001\",\n  \"[::1]:8002\",\n]\n",
+    );
+    #[cfg(feature = "ops")]
+    let text = format!("{text}[proxy]\nlisten = \"127.0.0.1:8003\"\n");
+    let file = dir.write("site.toml", &text);
+    let file = file.to_str().unwrap();
+    let at = |c: &crate::config::Config, a: &str| c.listen_origin(a.parse().unwrap());
+    let c = config(&["--config", file]);
+    assert_eq!(at(&c, "127.0.0.1:8001"), Some(format!("{file}:3: listen")));
+    assert_eq!(at(&c, "[::1]:8002"), Some(format!("{file}:4: listen")));
+    #[cfg(feature = "ops")]
+    assert_eq!(
+        at(&c, "127.0.0.1:8003"),
+        Some(format!("{file}:7: proxy.listen"))
+    );
+    let c = config(&["--config", file, "--port", "9000"]);
+    assert_eq!(at(&c, "127.0.0.1:9000"), Some("--port".to_string()));
+    assert_eq!(at(&c, "[::1]:9000"), Some("--port".to_string()));
+    let c = config(&["--config", file, "--listen", "127.0.0.1:8001"]);
+    assert_eq!(at(&c, "127.0.0.1:8001"), Some("--listen".to_string()));
+    let plain = dir.write("plain.toml", "root = \"public\"\n");
+    let plain = plain.to_str().unwrap();
+    let c = config(&["--config", plain]);
+    assert_eq!(
+        at(&c, "127.0.0.1:8080"),
+        Some("listen (not set: the default)".to_string())
+    );
+    let root = dir.path().join("public");
+    let c = config(&["--root", root.to_str().unwrap()]);
+    assert_eq!(
+        at(&c, "127.0.0.1:8080"),
+        Some("listen (not set: the default)".to_string())
+    );
+}
