@@ -1831,3 +1831,62 @@ fn a_streamed_answer_s_buffers_are_freed_when_it_ends() {
     );
     big(&s);
 }
+
+#[test]
+fn no_servlet_holds_a_request_s_coroutine() {
+    // Requests run on coroutines of brisk's, each reused by the next
+    // request: coroutine.running() handed the servlet its request's, and
+    // one kept in a global was, in a later request, another request's
+    // streamed answer, which coroutine.resume ran on with the values of
+    // this servlet's choosing and brisk's next resume found dead (the
+    // answer cut short). coroutine.running() is now nil there, as on Lua
+    // 5.1's main coroutine; the servlet's own coroutines are its own.
+    let s = one_worker(
+        &[
+            (
+                "servlets/stream.lua",
+                "local piece = string.rep('s', 65536) function handle_request(req, res) if req.args.short then return res:write(200, {}, 'short') end res:write(200, {}, piece) for i = 2, 1000 do res:write(piece) end end",
+            ),
+            (
+                "servlets/keep.lua",
+                "function handle_request(req, res) if req.args.resume then local ok, e = pcall(coroutine.resume, kept, 'evil') res:write(200, {}, tostring(ok) .. ' ' .. tostring(e)) return end kept = coroutine.running() local co = coroutine.create(function() return coroutine.running() end) local _, inside = coroutine.resume(co) local w = coroutine.wrap(function() return coroutine.running() end)() res:write(200, {}, tostring(kept) .. ' ' .. tostring(inside == co) .. ' ' .. type(w)) end",
+            ),
+        ],
+        &CONFIG.replace("max_output = \"1MiB\"", "max_output = \"256MiB\""),
+    );
+    // (Loaded first: a servlet is loaded on a coroutine of its own.)
+    assert_eq!(get(&s, "/servlets/stream.lua?short=1").body, b"short");
+    assert_eq!(get(&s, "/servlets/keep.lua").body, b"nil true thread");
+    // The coroutine keep.lua ran on is the next request's: a stream
+    // (65 MB, more than the sockets hold) whose client reads its head,
+    // then stops.
+    let mut c = s.connect();
+    c.send(b"GET /servlets/stream.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut first = [0u8; 64];
+    use std::io::Read as _;
+    c.stream.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    let r = get(&s, "/servlets/keep.lua?resume=1");
+    assert!(
+        r.body.starts_with(b"false "),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    // The stream goes on to its end.
+    c.stream.set_read_timeout(Some(WAIT_LIMIT)).unwrap();
+    let mut raw = first.to_vec();
+    let mut buf = vec![0u8; 1 << 16];
+    while !raw.ends_with(b"\r\n0\r\n\r\n") {
+        match c.stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
+    assert!(
+        raw.ends_with(b"\r\n0\r\n\r\n"),
+        "cut short after {} bytes",
+        raw.len()
+    );
+    assert!(raw.len() > 1000 * 65536);
+    assert!(!s.stderr().contains("cannot resume"));
+}

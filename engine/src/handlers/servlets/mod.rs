@@ -339,9 +339,29 @@ local function wrapped(ok, ...)
   if type(e) == "string" then error(e, 2) end
   error(e, 0)
 end
+-- A request runs on a coroutine of brisk's, which the next request
+-- (another servlet's, as like as not) runs on in turn: coroutine.running()
+-- gave it to the servlet, which kept it in a global and, from a later
+-- request, resumed another request's streamed answer with values of its
+-- choosing (that answer was cut short). coroutine.running() gives the
+-- servlet's own coroutines only, and nil on the request's, as Lua 5.1
+-- does on its main coroutine.
+local own = setmetatable({}, { __mode = "k" })
+local co_running = coroutine.running
+coroutine.running = function()
+  local co = co_running()
+  if own[co] then return co end
+  return nil
+end
+coroutine.create = function(f)
+  local co = co_create(f)
+  own[co] = true
+  return co
+end
 coroutine.resume = resume
 coroutine.wrap = function(f)
   local co = co_create(f)
+  own[co] = true
   return function(...) return wrapped(resume(co, ...)) end
 end
 -- table.sort is one C call, in which the hook never fires: without a
