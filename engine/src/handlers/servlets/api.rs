@@ -847,6 +847,21 @@ mod tests {
             ("{1, 'two', {3}}", "[1,\"two\",[3]]"),
             ("{k = {x = false}}", "{\"k\":{\"x\":false}}"),
             ("{[7] = 'seven'}", "{\"7\":\"seven\"}"),
+            // Every entry, whatever the border: an array of 1..max with
+            // its holes null while max is at most twice the entries,
+            // else an object.
+            ("{1, 2, nil, 4}", "[1,2,null,4]"),
+            ("{[1] = 1, [3] = 3}", "[1,null,3]"),
+            ("{1, 2, x = 5}", "{\"1\":1,\"2\":2,\"x\":5}"),
+            ("{1, 2, [0] = 0}", "{\"0\":0,\"1\":1,\"2\":2}"),
+            (
+                "(function() local t = {} t[100] = 100 return t end)()",
+                "{\"100\":100}",
+            ),
+            (
+                "(function() local t = {1, 2, 3, 4} t[4] = nil t[2] = nil return t end)()",
+                "[1,null,3]",
+            ),
             ("brisk.json.null", "null"),
             ("{a = brisk.json.null}", "{\"a\":null}"),
             (

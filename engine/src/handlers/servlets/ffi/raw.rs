@@ -472,14 +472,36 @@ unsafe fn walk_table(
         if depth >= MAX_DEPTH || (depth.is_multiple_of(8) && ffi::lua_checkstack(state, 16) == 0) {
             return Err(EncodeError::Depth);
         }
-        let n = ffi::lua_rawlen(state, idx);
-        let object = n == 0 && {
+        // An array when its keys are all integers from 1 up to at most
+        // twice as many (a hole is null), as brisk_lj.c: the border alone
+        // dropped what lay past it or beside it ({1, 2, x = 5} -> [1,2]).
+        let (mut count, mut max, mut ints) = (0u64, 0u64, true);
+        ffi::lua_pushnil(state);
+        while ffi::lua_next(state, idx) != 0 {
+            let k = match ffi::lua_type(state, top + 1) == ffi::LUA_TNUMBER
+                && ffi::lua_isinteger(state, top + 1) != 0
+            {
+                true => ffi::lua_tointegerx(state, top + 1, std::ptr::null_mut()),
+                false => 0,
+            };
+            if k < 1 {
+                ints = false;
+                ffi::lua_settop(state, top);
+                break;
+            }
+            count += 1;
+            max = max.max(k as u64);
+            ffi::lua_settop(state, top + 1);
+        }
+        let object = (!ints || max > 2 * count) && {
             // lua_next pushes the first key and value (top + 1, top + 2)
-            // unless the table is empty (an empty array).
+            // (the table has one: a key that is no integer from 1, or
+            // count > 0).
             ffi::lua_pushnil(state);
             ffi::lua_next(state, idx) != 0
         };
         if !object {
+            let n = if ints { max } else { 0 };
             enc.out.push(b'[');
             for i in 1..=n {
                 if i > 1 {

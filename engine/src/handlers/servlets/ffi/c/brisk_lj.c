@@ -210,20 +210,41 @@ static int bj_nodekey (brisk_json_out *o, bj_keys *keys, cTValue *k) {
   return BJ_KEY;
 }
 
-/* A table with a border n > 0 (#t, lj_tab_len) is an array of its values
-** 1..n; an empty one is []; any other is an object (as the C API walk). */
+/* A table whose keys are all integers from 1 (count of them) up to at
+** most twice as many (max) is an array of its values 1..max, a hole
+** written null ({1, 2, nil, 4} -> [1,2,null,4]); an empty one is []; any
+** other is an object of all its entries (as the C API walk). Only the
+** border (#t) was asked: what lay past it, or beside it under other
+** keys, was dropped ({1, 2, x = 5} -> [1,2]). */
 static int bj_table (brisk_json_out *o, bj_keys *keys, GCtab *t, int depth) {
   uint32_t asize = t->asize, hmask = t->hmask, i;
   TValue *array = tvref(t->array);
   Node *node = noderef(t->node);
-  MSize n;
-  int r, first = 1;
+  uint64_t count = 0, max = 0;
+  int r, first = 1, ints = 1;
   if (depth >= o->maxdepth) return BJ_DEPTH;
-  n = lj_tab_len(t);
-  if (n > 0) {
-    MSize j;
+  if (asize > 0 && !tvisnil(&array[0])) ints = 0;  /* key 0 */
+  for (i = 1; ints && i < asize; i++) {
+    if (bj_step(o)) return BJ_STOPPED;
+    if (tvisnil(&array[i])) continue;
+    count++;
+    max = i;
+  }
+  for (i = 0; ints && i <= hmask; i++) {
+    const Node *nd = &node[i];
+    int64_t k;
+    if (bj_step(o)) return BJ_STOPPED;
+    if (tvisnil(&nd->val)) continue;
+    if (tvisint(&nd->key)) k = intV(&nd->key);
+    else if (!tvisnum(&nd->key) || !bj_integral(numV(&nd->key), &k)) k = 0;
+    if (k < 1) { ints = 0; break; }
+    count++;
+    if ((uint64_t)k > max) max = (uint64_t)k;
+  }
+  if (ints && count > 0 && max <= 2 * count) {
+    uint64_t j;
     if ((r = bj_byte(o, '[')) != BJ_OK) return r;
-    for (j = 1; j <= n; j++) {
+    for (j = 1; j <= max; j++) {
       cTValue *v = j < asize ? &array[j] : lj_tab_getinth(t, (int32_t)j);
       if (bj_step(o)) return BJ_STOPPED;
       if (j > 1 && (r = bj_byte(o, ',')) != BJ_OK) return r;
