@@ -490,8 +490,11 @@ impl Auth {
                     _ => None,
                 };
                 let result = match settled {
-                    // Hashed elsewhere just now: not again.
-                    Some((_, _, false)) if file.needs_hash(&key, user) => Some(false),
+                    // Hashed elsewhere just now: not again (an unknown
+                    // user's decoy too).
+                    Some((_, _, false)) if file.needs_hash(&key, user) => {
+                        file.knows(user).then_some(false)
+                    }
                     _ if self.offload && file.needs_hash(&key, user) => {
                         let check = Check {
                             table: Arc::clone(file.shared_table()),

@@ -266,10 +266,18 @@ impl Watched {
         Some(ok)
     }
 
-    /// Whether checking this credential would cost a hash: its user is in
-    /// the file and it is not among the verified ones.
+    /// Whether checking this credential would cost a hash: it is not
+    /// among the verified ones and the file lists anybody (an unknown
+    /// user costs the decoy's hash, [`Htpasswd::verify`], as much as a
+    /// known one: it must not be hashed on an event loop either).
     pub(crate) fn needs_hash(&self, key: &[u8; 32], user: &[u8]) -> bool {
-        self.table.contains(user) && !self.verified.contains(key)
+        let verified = self.verified.contains(key) && self.table.contains(user);
+        !self.table.is_empty() && !verified
+    }
+
+    /// Whether `user` is listed in the current version of the file.
+    pub(crate) fn knows(&self, user: &[u8]) -> bool {
+        self.table.contains(user)
     }
 
     /// The current version of the file's entries, to verify against

@@ -603,8 +603,17 @@ fn offloaded_checks_hash_elsewhere_once_and_settle_the_verdict() {
     let v = auth.check(b"/private/x", b"GET", Some(wrong), client, now);
     assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
     assert_eq!(auth.tracked_clients(), 1);
-    // Unknown users cost no hash, so they are answered at once.
-    let v = auth.check(b"/private/x", b"GET", Some(b"Basic Ym9iOng="), client, now); // bob:x
+    // An unknown user costs the decoy's hash (as much as a known one's,
+    // so that times do not tell names): elsewhere too, never on the
+    // caller's thread (an event loop, with every connection of its
+    // worker behind it), then refused as unknown, and counted once.
+    let bob = b"Basic Ym9iOng="; // bob:x
+    let check = match auth.check(b"/private/x", b"GET", Some(bob), client, now) {
+        Verdict::Verify(c) => c,
+        other => panic!("expected Verify for an unknown user, got {other:?}"),
+    };
+    auth.settle(check.run());
+    let v = auth.check(b"/private/x", b"GET", Some(bob), client, now);
     assert!(challenged(Some(FailureReason::UnknownUser))(&v), "{v:?}");
 }
 
