@@ -77,6 +77,17 @@ impl Failures {
         w.count = w.count.saturating_add(1);
     }
 
+    /// Takes back one failure of `client` counted at `at` (a password
+    /// check that was counted when handed out, and verified): nothing if
+    /// its window is over.
+    pub(crate) fn forgive(&mut self, client: IpAddr, at: Instant) {
+        if let Some(w) = self.map.get_mut(&key(client)) {
+            if w.start <= at {
+                w.count = w.count.saturating_sub(1);
+            }
+        }
+    }
+
     /// Drops expired windows; if none has expired, the oldest one.
     fn evict(&mut self, now: Instant) {
         let window = self.window;
@@ -97,6 +108,12 @@ impl Failures {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.map.len()
+    }
+
+    /// The failures counted for `client` in its window (0: none).
+    #[cfg(test)]
+    pub(crate) fn count(&self, client: IpAddr) -> u32 {
+        self.map.get(&key(client)).map_or(0, |w| w.count)
     }
 }
 
