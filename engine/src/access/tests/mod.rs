@@ -514,6 +514,35 @@ fn the_failure_map_is_bounded_and_forgets_the_oldest() {
 }
 
 #[test]
+fn a_full_failure_map_makes_room_for_many_clients_at_once() {
+    // Full of windows still running, the map forgets its oldest eighth
+    // at once, not one client a new client: each scan of it (under the
+    // lock every worker takes) is paid once per capacity / 8 newcomers.
+    use super::failures::Failures;
+    let t0 = Instant::now();
+    let mut f = Failures::new(1, Duration::from_secs(60), 16);
+    for i in 0..16u8 {
+        f.record(
+            IpAddr::from([10, 0, 0, i]),
+            t0 + Duration::from_millis(u64::from(i)),
+        );
+    }
+    let at = t0 + Duration::from_secs(1);
+    f.record(ip("10.0.1.0"), at);
+    assert_eq!(f.len(), 16 - 2 + 1);
+    for gone in ["10.0.0.0", "10.0.0.1"] {
+        assert!(f.blocked(ip(gone), at).is_none(), "{gone} forgotten");
+    }
+    for kept in ["10.0.0.2", "10.0.0.15", "10.0.1.0"] {
+        assert!(f.blocked(ip(kept), at).is_some(), "{kept} kept");
+    }
+    // The room made is used before the next scan.
+    f.record(ip("10.0.1.1"), at);
+    assert_eq!(f.len(), 16);
+    assert!(f.blocked(ip("10.0.0.2"), at).is_some());
+}
+
+#[test]
 fn the_first_matching_rule_decides() {
     let dir = TempDir::new();
     let inner = dir.write("inner", &format!("bob:{}\n", vector("sha1")));
