@@ -65,6 +65,11 @@ pub(crate) struct ShaCrypt {
 }
 
 impl ShaCrypt {
+    /// Its rounds.
+    pub(crate) fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
     /// `$5$[rounds=N$]salt$digest` or the same with `$6$`.
     pub(crate) fn parse(s: &[u8]) -> Result<ShaCrypt, HashError> {
         let wide = s[1] == b'6';
