@@ -24,6 +24,11 @@ pub struct Argon2id {
 }
 
 impl Argon2id {
+    /// Its memory (KiB) times its passes.
+    pub fn work(&self) -> u64 {
+        u64::from(self.params.m_cost()) * u64::from(self.params.t_cost())
+    }
+
     pub fn parse(s: &[u8]) -> Result<Argon2id, HashError> {
         const FORM: &str = "argon2id hashes look like $argon2id$v=19$m=65536,t=3,p=4$salt$hash";
         let text = std::str::from_utf8(s).map_err(|_| HashError::Invalid(FORM))?;

@@ -24,6 +24,11 @@ pub struct Bcrypt {
 }
 
 impl Bcrypt {
+    /// Its cost: 2^cost rounds.
+    pub fn cost(&self) -> u32 {
+        self.cost
+    }
+
     /// `$2y$05$` + 22 characters of salt + 31 of digest.
     pub fn parse(s: &[u8]) -> Result<Bcrypt, HashError> {
         const FORM: &str = "bcrypt hashes look like $2y$05$ followed by 53 characters";

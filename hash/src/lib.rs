@@ -114,6 +114,21 @@ impl Hash {
         }
     }
 
+    /// About what [`Hash::verify`] costs, in microseconds of an
+    /// optimised build (to pick the costliest entry of a file; only the
+    /// order matters): bcrypt about 70 per 2^cost, SHA-crypt 0.6 a round,
+    /// argon2id 1 per KiB and pass, APR1 200, SHA-1 and plain next to
+    /// nothing.
+    pub fn cost(&self) -> u64 {
+        match self {
+            Hash::Bcrypt(h) => 70u64 << h.cost(),
+            Hash::ShaCrypt(h) => u64::from(h.rounds()) * 3 / 5,
+            Hash::Apr1(_) => 200,
+            Hash::Argon2id(h) => h.work(),
+            Hash::Sha1(_) | Hash::Plain(_) => 1,
+        }
+    }
+
     /// A short name of the scheme, for messages.
     pub fn scheme(&self) -> &'static str {
         match self {

@@ -65,6 +65,11 @@ pub struct ShaCrypt {
 }
 
 impl ShaCrypt {
+    /// Its rounds.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
     /// `$5$[rounds=N$]salt$digest` or the same with `$6$`.
     pub fn parse(s: &[u8]) -> Result<ShaCrypt, HashError> {
         let wide = s[1] == b'6';

@@ -181,6 +181,33 @@ fn a_slow_password_check_does_not_hold_up_other_clients() {
 }
 
 #[test]
+fn an_unknown_user_does_not_hold_up_other_clients() {
+    // An unknown user costs the hash of the file's first entry (a decoy,
+    // so that times do not tell which names exist): here bcrypt at cost
+    // 10. It is hashed away from the loop as a known user's password is,
+    // not on the one worker, which would keep every other client waiting.
+    let mut b = site("");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(
+        &b.base().join("htpasswd"),
+        format!("{slow}{VECTORS}").as_bytes(),
+    );
+    b.workers(1);
+    let s = b.start();
+    let mut c = s.connect();
+    c.send(
+        format!(
+            "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\n\r\n",
+            basic("nobody-by-this-name", "guess")
+        )
+        .as_bytes(),
+    );
+    assert_eq!(get(&s, "/public.txt", None).body, b"open");
+    c.expect_silence(Duration::from_millis(1));
+    assert_eq!(c.response().status, 401);
+}
+
+#[test]
 fn the_file_is_reread_when_it_changes() {
     // No failure limit: the polling below fails until the reload is seen.
     let b = site("[limits]\nauth_failures = 0\n");

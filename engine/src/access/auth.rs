@@ -189,6 +189,10 @@ pub struct Check {
     key: [u8; 32],
     user: Vec<u8>,
     password: Vec<u8>,
+    /// The client, whose failure count holds this check from when it
+    /// was handed out (see [`Auth::remember`]), and that moment (boxed:
+    /// a check is handed back whole when no thread takes it).
+    counted: Box<(IpAddr, Instant)>,
 }
 
 impl Check {
@@ -201,6 +205,8 @@ impl Check {
             file: self.file,
             key: self.key,
             ok,
+            client: self.counted.0,
+            at: self.counted.1,
         }
         // `self` drops here, wiping the password.
     }
@@ -235,6 +241,8 @@ pub struct Checked {
     file: usize,
     key: [u8; 32],
     ok: bool,
+    client: IpAddr,
+    at: Instant,
 }
 
 impl Checked {
@@ -355,9 +363,15 @@ impl Auth {
     }
 
     /// Keeps only what a [`Check`] proved for later requests: a
-    /// credential that verified (when its request is gone).
+    /// credential that verified (when its request is gone). A check
+    /// counts as a failure of its client from when it is handed out, so
+    /// that one client cannot have more passwords hashed at once than
+    /// `limits.auth_failures` lets it fail (each waits its turn on the
+    /// hashing threads, as everyone else's logins do); one that verified
+    /// is taken off the count again.
     pub fn remember(&mut self, done: Checked) {
         if done.ok {
+            self.failures.lock().forgive(done.client, done.at);
             if let Some(f) = self.files.get_mut(done.file) {
                 f.remember_for(&done.table, &done.key);
             }
@@ -467,31 +481,50 @@ impl Auth {
         client: IpAddr,
         now: Instant,
     ) -> Decision {
-        if let Some(retry_after_secs) = self.failures.lock().blocked(client, now) {
-            return Decision::TooManyFailures(retry_after_secs);
-        }
+        let blocked = self.failures.lock().blocked(client, now);
         let at = self.rules[rule].file;
         let file = &mut self.files[at];
         file.refresh(now, &mut self.warnings);
         let Some(value) = authorization else {
-            return Decision::Refused(None);
+            return match blocked {
+                Some(retry_after_secs) => Decision::TooManyFailures(retry_after_secs),
+                None => Decision::Refused(None),
+            };
         };
+        // Whether the failure is counted already (a check handed out).
+        let mut counted = false;
         let outcome = match credentials::decode(value, &mut self.buf) {
             Err(_) => {
                 wipe(&mut self.buf, 0);
+                if let Some(retry_after_secs) = blocked {
+                    return Decision::TooManyFailures(retry_after_secs);
+                }
                 Err((FailureReason::Malformed, 0))
             }
             Ok(colon) => {
                 let key = cache_key(&self.secret, &self.buf);
-                let (user, password) = (&self.buf[..colon], &self.buf[colon + 1..]);
                 // (Taken only by a check of the file it was run against.)
                 let settled = match self.settled {
                     Some((f, k, _)) if f == at && k == key => self.settled.take(),
                     _ => None,
                 };
+                // A request back from its check was let in before it (its
+                // failure counted then): the limit is not applied twice.
+                match (settled, blocked) {
+                    (None, Some(retry_after_secs)) => {
+                        wipe(&mut self.buf, 0);
+                        return Decision::TooManyFailures(retry_after_secs);
+                    }
+                    (Some((_, _, ok)), _) => counted = !ok,
+                    (None, None) => {}
+                }
+                let (user, password) = (&self.buf[..colon], &self.buf[colon + 1..]);
                 let result = match settled {
-                    // Hashed elsewhere just now: not again.
-                    Some((_, _, false)) if file.needs_hash(&key, user) => Some(false),
+                    // Hashed elsewhere just now: not again (an unknown
+                    // user's decoy too).
+                    Some((_, _, false)) if file.needs_hash(&key, user) => {
+                        file.knows(user).then_some(false)
+                    }
                     _ if self.offload && file.needs_hash(&key, user) => {
                         let check = Check {
                             table: Arc::clone(file.shared_table()),
@@ -500,8 +533,11 @@ impl Auth {
                             key,
                             user: user.to_vec(),
                             password: password.to_vec(),
+                            counted: Box::new((client, now)),
                         };
                         wipe(&mut self.buf, 0);
+                        // Counted until it verifies (see `remember`).
+                        self.failures.lock().record(client, now);
                         return Decision::Verify(check);
                     }
                     _ => file.verify(&key, user, password),
@@ -519,7 +555,9 @@ impl Auth {
         match outcome {
             Ok(colon) => Decision::Allowed(colon),
             Err((reason, colon)) => {
-                self.failures.lock().record(client, now);
+                if !counted {
+                    self.failures.lock().record(client, now);
+                }
                 Decision::Refused(Some((reason, colon)))
             }
         }
@@ -559,6 +597,11 @@ impl Auth {
     #[cfg(test)]
     pub(crate) fn tracked_clients(&self) -> usize {
         self.failures.lock().len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn failures_of(&self, client: IpAddr) -> u32 {
+        self.failures.lock().count(client)
     }
 }
 

@@ -33,6 +33,10 @@ pub struct Htpasswd {
     /// User name → index into `hashes`.
     users: HashMap<Box<[u8]>, usize>,
     hashes: Vec<Hash>,
+    /// The entry an unknown user's password is hashed against: the
+    /// costliest, so that no user's answer comes later than an unknown
+    /// name's (the first entry would do only if all cost the same).
+    decoy: usize,
 }
 
 /// A line that cannot be used.
@@ -86,6 +90,13 @@ impl Htpasswd {
             }
             first_line.insert(user.into(), line);
             table.users.insert(user.into(), table.hashes.len());
+            if table
+                .hashes
+                .get(table.decoy)
+                .is_none_or(|d| hash.cost() > d.cost())
+            {
+                table.decoy = table.hashes.len();
+            }
             table.hashes.push(hash);
         }
         Ok(table)
@@ -112,19 +123,28 @@ impl Htpasswd {
     }
 
     /// `Some(matches)` for a listed user, `None` for an unknown one. An
-    /// unknown user costs as much as a known one (the first entry's hash is
-    /// computed and its result thrown away), so response times do not tell
-    /// which user names exist.
+    /// unknown user costs as much as the costliest known one (that entry's
+    /// hash is computed and its result thrown away), so response times do
+    /// not tell which user names exist.
     pub(crate) fn verify(&self, user: &[u8], password: &[u8]) -> Option<bool> {
         match self.users.get(user) {
             Some(&i) => Some(self.hashes[i].verify(password)),
             None => {
-                if let Some(decoy) = self.hashes.first() {
+                if let Some(decoy) = self.hashes.get(self.decoy) {
                     std::hint::black_box(decoy.verify(password));
                 }
                 None
             }
         }
+    }
+
+    /// The user-id an unknown user's password is hashed against.
+    #[cfg(test)]
+    pub(crate) fn decoy(&self) -> Option<&[u8]> {
+        self.users
+            .iter()
+            .find(|(_, &i)| i == self.decoy)
+            .map(|(u, _)| &u[..])
     }
 
     /// The scheme of `user`'s hash (`"bcrypt"`, …), for diagnostics.
@@ -266,10 +286,18 @@ impl Watched {
         Some(ok)
     }
 
-    /// Whether checking this credential would cost a hash: its user is in
-    /// the file and it is not among the verified ones.
+    /// Whether checking this credential would cost a hash: it is not
+    /// among the verified ones and the file lists anybody (an unknown
+    /// user costs the decoy's hash, [`Htpasswd::verify`], as much as a
+    /// known one: it must not be hashed on an event loop either).
     pub(crate) fn needs_hash(&self, key: &[u8; 32], user: &[u8]) -> bool {
-        self.table.contains(user) && !self.verified.contains(key)
+        let verified = self.verified.contains(key) && self.table.contains(user);
+        !self.table.is_empty() && !verified
+    }
+
+    /// Whether `user` is listed in the current version of the file.
+    pub(crate) fn knows(&self, user: &[u8]) -> bool {
+        self.table.contains(user)
     }
 
     /// The current version of the file's entries, to verify against

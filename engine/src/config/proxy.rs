@@ -52,8 +52,12 @@ impl Loader<'_> {
                 "trusted" => {
                     let mut ranges = Vec::new();
                     for (text, item) in self.strings("proxy.trusted", value)? {
-                        let cidr =
-                            Cidr::parse(text).map_err(|e| self.fail(item, "proxy.trusted", &e))?;
+                        // (An IPv4-mapped range is its IPv4 range: a
+                        // client is matched by its IPv4 address, as in
+                        // [[access]], so as written it would hold none.)
+                        let cidr = Cidr::parse(text)
+                            .map_err(|e| self.fail(item, "proxy.trusted", &e))?
+                            .unmapped();
                         if !ranges.contains(&cidr) {
                             ranges.push(cidr);
                         }

@@ -209,3 +209,16 @@ fn a_file_that_went_bad_before_start_up_is_an_error() {
     let e = load(&rules, 0).err().unwrap().to_string();
     assert!(e.contains("missing: cannot read: "), "{e}");
 }
+
+#[test]
+fn an_unknown_user_is_hashed_against_the_costliest_entry() {
+    // Not the first entry: with cheaper hashes before a costly one (old
+    // APR1 lines, then bcrypt), an unknown name would be answered sooner
+    // than the bcrypt users, and times would tell their names.
+    let text = "old:$apr1$abcdefgh$Z2c9NiKlv6d.KgXK4n2DD/\n\
+                slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n\
+                fast:$2y$04$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n\
+                sha:$6$rounds=5000$saltsalt$cA2Ww5YJM5mk7QZcMfIj9Ox7Myg6bF0aR4ANmHhGR1CN7Mt7ZBspa2pi4y7x1h6oZ1ZnCDm1TwTKc1i6Wv7pV/\n";
+    let table = super::super::htpasswd::Htpasswd::parse(text.as_bytes(), false).unwrap();
+    assert_eq!(table.decoy(), Some(&b"slow"[..]));
+}

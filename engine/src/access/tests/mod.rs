@@ -514,6 +514,35 @@ fn the_failure_map_is_bounded_and_forgets_the_oldest() {
 }
 
 #[test]
+fn a_full_failure_map_makes_room_for_many_clients_at_once() {
+    // Full of windows still running, the map forgets its oldest eighth
+    // at once, not one client a new client: each scan of it (under the
+    // lock every worker takes) is paid once per capacity / 8 newcomers.
+    use super::failures::Failures;
+    let t0 = Instant::now();
+    let mut f = Failures::new(1, Duration::from_secs(60), 16);
+    for i in 0..16u8 {
+        f.record(
+            IpAddr::from([10, 0, 0, i]),
+            t0 + Duration::from_millis(u64::from(i)),
+        );
+    }
+    let at = t0 + Duration::from_secs(1);
+    f.record(ip("10.0.1.0"), at);
+    assert_eq!(f.len(), 16 - 2 + 1);
+    for gone in ["10.0.0.0", "10.0.0.1"] {
+        assert!(f.blocked(ip(gone), at).is_none(), "{gone} forgotten");
+    }
+    for kept in ["10.0.0.2", "10.0.0.15", "10.0.1.0"] {
+        assert!(f.blocked(ip(kept), at).is_some(), "{kept} kept");
+    }
+    // The room made is used before the next scan.
+    f.record(ip("10.0.1.1"), at);
+    assert_eq!(f.len(), 16);
+    assert!(f.blocked(ip("10.0.0.2"), at).is_some());
+}
+
+#[test]
 fn the_first_matching_rule_decides() {
     let dir = TempDir::new();
     let inner = dir.write("inner", &format!("bob:{}\n", vector("sha1")));
@@ -598,14 +627,76 @@ fn offloaded_checks_hash_elsewhere_once_and_settle_the_verdict() {
         Verdict::Verify(c) => c,
         other => panic!("expected Verify, got {other:?}"),
     };
-    assert_eq!(auth.tracked_clients(), 0);
+    // (Counted from when it is handed out: see the test below.)
+    assert_eq!(auth.failures_of(client), 1);
     auth.settle(check.run());
     let v = auth.check(b"/private/x", b"GET", Some(wrong), client, now);
     assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
+    assert_eq!(auth.failures_of(client), 1);
     assert_eq!(auth.tracked_clients(), 1);
-    // Unknown users cost no hash, so they are answered at once.
-    let v = auth.check(b"/private/x", b"GET", Some(b"Basic Ym9iOng="), client, now); // bob:x
+    // An unknown user costs the decoy's hash (as much as a known one's,
+    // so that times do not tell names): elsewhere too, never on the
+    // caller's thread (an event loop, with every connection of its
+    // worker behind it), then refused as unknown, and counted once.
+    let bob = b"Basic Ym9iOng="; // bob:x
+    let check = match auth.check(b"/private/x", b"GET", Some(bob), client, now) {
+        Verdict::Verify(c) => c,
+        other => panic!("expected Verify for an unknown user, got {other:?}"),
+    };
+    auth.settle(check.run());
+    let v = auth.check(b"/private/x", b"GET", Some(bob), client, now);
     assert!(challenged(Some(FailureReason::UnknownUser))(&v), "{v:?}");
+}
+
+#[test]
+fn a_client_has_no_more_checks_at_once_than_it_may_fail() {
+    // Each check handed to the hashing threads counts as a failure of its
+    // client until it verifies: one client cannot queue more hashes than
+    // `limits.auth_failures` (here 3), which everyone's logins then wait
+    // behind; they would all be failures, and the limit only counted them
+    // once hashed.
+    let (_d, mut auth) = setup(3);
+    auth.offload();
+    let now = Instant::now();
+    let attacker = ip("192.0.2.66");
+    let mut checks = Vec::new();
+    for i in 0..3 {
+        let guess = basic(format!("alice:guess {i}").as_bytes());
+        match auth.check(b"/private/x", b"GET", Some(&guess), attacker, now) {
+            Verdict::Verify(c) => checks.push(c),
+            other => panic!("{i}: expected Verify, got {other:?}"),
+        }
+    }
+    let guess = basic(b"alice:one more");
+    let v = auth.check(b"/private/x", b"GET", Some(&guess), attacker, now);
+    assert!(matches!(v, Verdict::TooManyFailures { .. }), "{v:?}");
+    // Others are not held back.
+    let v = auth.check(b"/private/x", b"GET", Some(ALICE), ip("192.0.2.1"), now);
+    assert!(matches!(v, Verdict::Verify(_)), "{v:?}");
+    // Each one handed out is answered (401), and counted once only.
+    for (i, c) in checks.into_iter().enumerate() {
+        auth.settle(c.run());
+        let guess = basic(format!("alice:guess {i}").as_bytes());
+        let v = auth.check(b"/private/x", b"GET", Some(&guess), attacker, now);
+        assert!(
+            challenged(Some(FailureReason::WrongPassword))(&v),
+            "{i}: {v:?}"
+        );
+    }
+    assert_eq!(auth.failures_of(attacker), 3);
+    // A check that verifies is taken off the count again.
+    let client = ip("192.0.2.7");
+    let c = match auth.check(b"/private/x", b"GET", Some(ALICE), client, now) {
+        Verdict::Verify(c) => c,
+        other => panic!("expected Verify, got {other:?}"),
+    };
+    assert_eq!(auth.failures_of(client), 1);
+    auth.settle(c.run());
+    assert_eq!(
+        auth.check(b"/private/x", b"GET", Some(ALICE), client, now),
+        Verdict::Allowed { user: b"alice" }
+    );
+    assert_eq!(auth.failures_of(client), 0);
 }
 
 #[test]

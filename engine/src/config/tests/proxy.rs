@@ -27,6 +27,20 @@ fn listen_and_trusted_load() {
 }
 
 #[test]
+fn an_ipv4_mapped_trusted_range_is_its_ipv4_range() {
+    // Clients are matched by their IPv4 address (a mapped peer too):
+    // kept as written, the range would trust nobody, silently.
+    let c = load("[proxy]\ntrusted = [\"::ffff:10.0.0.0/104\", \"::ffff:127.0.0.1\"]\n").unwrap();
+    let ranges: Vec<String> = c.proxy.trusted.0.iter().map(|r| r.to_string()).collect();
+    assert_eq!(ranges, ["10.0.0.0/8", "127.0.0.1/32"]);
+    assert!(c.proxy.trusted.contains("10.1.2.3".parse().unwrap()));
+    assert!(c
+        .proxy
+        .trusted
+        .contains("::ffff:127.0.0.1".parse().unwrap()));
+}
+
+#[test]
 fn proxy_listeners_alone_replace_the_default_listen() {
     let c = load("[proxy]\nlisten = \"127.0.0.1:8081\"\n").unwrap();
     assert!(c.listen.is_empty(), "no plain listener without the header");
