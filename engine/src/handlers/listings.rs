@@ -22,8 +22,6 @@
 //! Each [`Shelf`] is shared by the workers (one lock, held to look up or
 //! store an `Arc`) and bounded: so many values, so many bytes in all.
 
-use std::collections::HashMap;
-use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -73,8 +71,10 @@ struct Kept<V: ?Sized> {
     until: Instant,
 }
 
+/// (A list, not a map: it holds a few dozen at most, and a map's code
+/// was 2.7 KB of the `tls` build.)
 struct Kepts<K, V: ?Sized> {
-    kept: HashMap<K, Kept<V>>,
+    kept: Vec<(K, Kept<V>)>,
     bytes: usize,
 }
 
@@ -88,7 +88,7 @@ pub struct Shelf<K, V: ?Sized> {
     kepts: Mutex<Option<Kepts<K, V>>>,
 }
 
-impl<K: Hash + Eq + Clone, V: ?Sized> Shelf<K, V> {
+impl<K: Eq, V: ?Sized> Shelf<K, V> {
     /// An empty shelf.
     pub const fn new(max_entries: usize, max_bytes: usize) -> Shelf<K, V> {
         Shelf {
@@ -109,7 +109,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shelf<K, V> {
     /// for different times).
     pub fn get(&self, key: &K, dir: &Meta, grade: u8, age: Duration) -> Option<Arc<V>> {
         let kepts = self.kepts.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = kepts.as_ref()?.kept.get(key)?;
+        let (_, kept) = kepts.as_ref()?.kept.iter().find(|(k, _)| k == key)?;
         let same = kept.times == (dir.mtime_ns, dir.ctime_ns);
         let now = Instant::now();
         let fresh = kept.generation == generation() && now < kept.until && now < kept.at + age;
@@ -137,32 +137,30 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shelf<K, V> {
         let now = Instant::now();
         let mut kepts = self.kepts.lock().unwrap_or_else(|e| e.into_inner());
         let kepts = kepts.get_or_insert_with(|| Kepts {
-            kept: HashMap::new(),
+            kept: Vec::new(),
             bytes: 0,
         });
-        if let Some(old) = kepts.kept.remove(&key) {
-            kepts.bytes -= old.bytes;
+        if let Some(i) = kepts.kept.iter().position(|(k, _)| *k == key) {
+            kepts.bytes -= kepts.kept.swap_remove(i).1.bytes;
         }
         let current = generation();
         let before = kepts.kept.len();
         kepts
             .kept
-            .retain(|_, k| k.generation == current && now < k.until);
+            .retain(|(_, k)| k.generation == current && now < k.until);
         if kepts.kept.len() != before {
-            kepts.bytes = kepts.kept.values().map(|k| k.bytes).sum();
+            kepts.bytes = kepts.kept.iter().map(|(_, k)| k.bytes).sum();
         }
         while kepts.kept.len() >= self.max_entries || kepts.bytes + bytes > self.max_bytes {
-            let Some(soonest) = kepts
+            let soonest = kepts
                 .kept
                 .iter()
-                .min_by_key(|(_, k)| k.until)
-                .map(|(k, _)| k.clone())
-            else {
+                .enumerate()
+                .min_by_key(|(_, (_, k))| k.until);
+            let Some((i, _)) = soonest else {
                 break;
             };
-            if let Some(gone) = kepts.kept.remove(&soonest) {
-                kepts.bytes -= gone.bytes;
-            }
+            kepts.bytes -= kepts.kept.swap_remove(i).1.bytes;
         }
         kepts.bytes += bytes;
         let kept = Kept {
@@ -174,7 +172,7 @@ impl<K: Hash + Eq + Clone, V: ?Sized> Shelf<K, V> {
             at: now,
             until: now + age,
         };
-        kepts.kept.insert(key, kept);
+        kepts.kept.push((key, kept));
     }
 
     /// How many values are kept, and their bytes.

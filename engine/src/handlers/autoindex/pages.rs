@@ -27,7 +27,7 @@ pub const MAX_PAGES: usize = 64;
 pub const MAX_BYTES: usize = 32 << 20;
 
 /// What a page depends on besides the directory's entries.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
     /// The configuration (its address: see [`Page::config`]) and site,
     /// which decide what is left out (dotfiles, brisk's own files) and
