@@ -78,12 +78,14 @@ impl ShaCrypt {
         if let Some(r) = rest.strip_prefix(b"rounds=") {
             let end = r.iter().position(|&b| b == b'$').unwrap_or(r.len());
             let digits = &r[..end];
-            if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                 return Err(HashError::Invalid("SHA-crypt rounds= must be a number"));
             }
-            let n = digits
-                .iter()
-                .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
+            // (Saturating: a number too large to hold is too many rounds,
+            // not "not a number".)
+            let n = digits.iter().fold(0u32, |n, &d| {
+                n.saturating_mul(10).saturating_add(u32::from(d - b'0'))
+            });
             if n > MAX_ROUNDS {
                 return Err(HashError::ShaCryptRounds);
             }

@@ -128,6 +128,10 @@ fn unsupported_and_broken_hashes_are_refused_with_a_reason() {
         ("$5$salt$short", "43 characters"),
         ("$6$rounds=$salt$x", "rounds= must be a number"),
         ("$6$rounds=99999999$salt$x", "at most 10000000"),
+        ("$5$rounds=1000000000$salt$x", "at most 10000000"),
+        // (A number however written: 1, clamped to 1000; then the digest.)
+        ("$5$rounds=00000000000000000001$salt$x", "43 characters"),
+        ("$6$rounds=1e3$salt$x", "rounds= must be a number"),
         ("$apr1$saltsalty$PaOrrN0JjvvvvnROjdTQv/", "at most 8"),
         ("$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv", "22 characters"),
         ("$argon2id$v=19$m=1024,t=2$c2FsdHNhbHRzYWx0$H5rnCvoHJK5J3ADJ9mc9NL74Ow2lIMZ5zI+CyR256y0", "look like"),
