@@ -58,8 +58,10 @@ impl std::error::Error for LineError {}
 
 impl Htpasswd {
     /// Parses the text of an htpasswd file. Plaintext entries are accepted
-    /// only with `allow_plaintext`.
+    /// only with `allow_plaintext`. A UTF-8 byte order mark at the start
+    /// (editors on Windows write one) is not part of the first name.
     pub fn parse(text: &[u8], allow_plaintext: bool) -> Result<Htpasswd, LineError> {
+        let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         let mut table = Htpasswd::default();
         let mut first_line: HashMap<Box<[u8]>, usize> = HashMap::new();
         for (i, raw) in text.split(|&b| b == b'\n').enumerate() {

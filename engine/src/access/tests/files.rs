@@ -196,6 +196,21 @@ fn htpasswd_lines() {
 }
 
 #[test]
+fn a_byte_order_mark_before_the_first_user_is_not_part_of_its_name() {
+    // Notepad and other editors on Windows start a UTF-8 file with one:
+    // it hid the first user (its name began with EF BB BF).
+    let apr1 = vector("apr1");
+    let text = format!("\u{feff}alice:{apr1}\nbob:{apr1}\n");
+    let t = Htpasswd::parse(text.as_bytes(), false).unwrap();
+    assert!(t.contains(b"alice") && t.contains(b"bob"));
+    assert_eq!(t.verify(b"alice", b"correct horse"), Some(true));
+    // Anywhere else it is not taken off: a name is what the file says.
+    let text = format!("alice:{apr1}\n\u{feff}bob:{apr1}\n");
+    let t = Htpasswd::parse(text.as_bytes(), false).unwrap();
+    assert!(!t.contains(b"bob"));
+}
+
+#[test]
 fn a_file_that_went_bad_before_start_up_is_an_error() {
     let dir = TempDir::new();
     let file = dir.write("htpasswd", "alice:$2y$05$broken\n");
