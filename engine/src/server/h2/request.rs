@@ -75,7 +75,7 @@ pub fn fill(
         // behind a proxy reads from Host could differ.
         let other = r
             .fields()
-            .any(|(n, v)| n == b"host" && !same_authority(v, a));
+            .any(|(n, v)| n == b"host" && !same_authority(v, a, r.scheme()));
         if other {
             return Err(ParseError {
                 status: Status::BAD_REQUEST,
@@ -170,10 +170,23 @@ fn field(head: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     head.extend_from_slice(b"\r\n");
 }
 
-/// Whether a `Host` value and `:authority` name the same authority: as
-/// spelt, but for the case of the host (RFC 3986 §6.2.2.1).
-fn same_authority(host: &[u8], authority: &[u8]) -> bool {
-    host.trim_ascii().eq_ignore_ascii_case(authority)
+/// Whether a `Host` value and `:authority` name the same authority once
+/// normalised (RFC 9113 §8.3.1 asks for RFC 3986 §6.2's): the case of
+/// the host (§6.2.2.1), and a port that is `scheme`'s default or empty
+/// (§6.2.3: `main.test:80` is `main.test` over http).
+fn same_authority(host: &[u8], authority: &[u8], scheme: &[u8]) -> bool {
+    let default: &[u8] = match scheme {
+        b"http" => b":80",
+        b"https" => b":443",
+        _ => b":",
+    };
+    let bare = |a: &'_ [u8]| -> usize {
+        let a = a.strip_suffix(default).unwrap_or(a);
+        a.strip_suffix(b":").unwrap_or(a).len()
+    };
+    let (host, authority) = (host.trim_ascii(), authority);
+    let (h, a) = (&host[..bare(host)], &authority[..bare(authority)]);
+    h.eq_ignore_ascii_case(a)
 }
 
 #[cfg(test)]
@@ -248,6 +261,27 @@ mod tests {
         ]);
         let e = fill(&mut req, &r, true, &LIMITS, &mut head).unwrap_err();
         assert_eq!(e.status, Status::BAD_REQUEST);
+        // The same authority however spelt (RFC 3986 §6.2): the case, a
+        // default or empty port; another port is another authority.
+        for (scheme, authority, host, same) in [
+            ("http", "main.test:80", "main.test", true),
+            ("http", "Main.Test", "main.test:", true),
+            ("https", "main.test", "MAIN.test:443", true),
+            ("https", "[::1]:443", "[::1]", true),
+            ("http", "main.test:443", "main.test", false),
+            ("https", "main.test:8443", "main.test", false),
+            ("http", "main.test:8", "main.test", false),
+        ] {
+            let r = h2_request(&[
+                (":method", "GET"),
+                (":scheme", scheme),
+                (":path", "/"),
+                (":authority", authority),
+                ("host", host),
+            ]);
+            let filled = fill(&mut req, &r, true, &LIMITS, &mut head);
+            assert_eq!(filled.is_ok(), same, "{scheme} {authority} {host}");
+        }
         // A :path that is no absolute path (§8.3.1) is malformed too: as
         // HTTP/1.1's absolute-form, its host would win over :authority.
         for (method, path) in [("GET", "http://a.test/"), ("GET", "*"), ("OPTIONS", "x")] {
