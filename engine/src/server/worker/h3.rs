@@ -758,9 +758,10 @@ impl Worker {
             return;
         };
         if !s.quic.is_drained() && !s.quic.is_closed() {
-            let why = match s.idle_close {
-                true => "idle",
-                false => "the server is stopping",
+            let why = if s.idle_close {
+                "idle"
+            } else {
+                "the server is stopping"
             };
             close(s, Error::new(Code::NO_ERROR, why), now);
             q.transmit(s, now);
