@@ -808,7 +808,7 @@ fn as_nobody(
 #[test]
 fn check_config_refuses_a_user_switch_without_root() {
     if brisk::sys::privileges::euid() != 0 {
-        eprintln!("skipped: needs root, to run brisk as nobody");
+        skip("needs root, to run brisk as nobody");
         return;
     }
     let (_dir, cfg, out) = as_nobody(
@@ -832,7 +832,7 @@ fn check_config_refuses_a_user_switch_without_root() {
 #[test]
 fn check_config_refuses_a_chroot_without_root() {
     if brisk::sys::privileges::euid() != 0 {
-        eprintln!("skipped: needs root, to run brisk as nobody");
+        skip("needs root, to run brisk as nobody");
         return;
     }
     for extra in [&["--check-config"][..], &["--listen", "127.0.0.1:0"][..]] {
@@ -859,7 +859,7 @@ fn check_config_refuses_a_chroot_without_root() {
 #[test]
 fn check_config_warns_of_a_port_this_user_cannot_bind() {
     if brisk::sys::privileges::euid() != 0 {
-        eprintln!("skipped: needs root, to run brisk as nobody");
+        skip("needs root, to run brisk as nobody");
         return;
     }
     let first: u16 = fs::read_to_string("/proc/sys/net/ipv4/ip_unprivileged_port_start")
@@ -867,7 +867,7 @@ fn check_config_warns_of_a_port_this_user_cannot_bind() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(1024);
     if first <= 80 {
-        eprintln!("skipped: port 80 needs no privileges on this kernel");
+        skip("port 80 needs no privileges on this kernel");
         return;
     }
     let (_dir, _cfg, out) = as_nobody(
@@ -898,7 +898,7 @@ fn check_config_warns_of_a_port_this_user_cannot_bind() {
 fn check_config_says_whether_the_workers_can_write_a_webdav_tree() {
     use std::os::unix::fs::PermissionsExt as _;
     if brisk::sys::privileges::euid() != 0 {
-        eprintln!("skipped: needs root, to switch to nobody");
+        skip("needs root, to switch to nobody");
         return;
     }
     let dir = TempDir::new("dav-owner");

@@ -473,7 +473,7 @@ fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file() {
 #[test]
 fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file_to_the_helper_too() {
     if brisk::sys::privileges::euid() != 0 {
-        eprintln!("skipped: needs root");
+        skip("needs root");
         return;
     }
     a_stop_during_an_upgrade_leaves_the_new_pid_file("user = \"nobody\"\n");
