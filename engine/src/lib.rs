@@ -33,6 +33,7 @@
 pub mod access;
 #[cfg(feature = "acme")]
 pub mod acme;
+pub(crate) mod ascii;
 pub(crate) mod channel;
 pub mod config;
 #[cfg(feature = "http2")]

@@ -1,5 +1,6 @@
 //! The `Authorization` field value of the Basic scheme (RFC 7617 §2).
 
+use crate::ascii::IgnoreCase;
 use base64ct::{Base64, Encoding};
 
 use crate::http::grammar::{is_tchar, trim_ows};
@@ -27,7 +28,7 @@ pub(crate) fn decode(value: &[u8], buf: &mut Vec<u8>) -> Result<usize, Malformed
     // The scheme is case-insensitive (§11.1). The field value's own
     // leading and trailing whitespace is not part of it (§5.5).
     let value = trim_ows(value);
-    if value.len() < 5 || !value[..5].eq_ignore_ascii_case(b"basic") {
+    if value.len() < 5 || !value[..5].eq_ignore_case(b"basic") {
         return Err(Malformed::Scheme);
     }
     match value.get(5) {

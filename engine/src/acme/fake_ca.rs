@@ -2,6 +2,7 @@
 //! 127.0.0.1 over plain HTTP: it validates nothing (or fails tls-alpn-01
 //! when told to) and issues what its [`Mode`] says, good or bad.
 
+use crate::ascii::IgnoreCase;
 use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -192,7 +193,7 @@ pub fn serve(
                 .lines()
                 .find_map(|l| {
                     let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
+                    k.eq_ignore_case("content-length")
                         .then(|| v.trim().parse::<usize>().ok())?
                 })
                 .unwrap_or(0);

@@ -9,6 +9,7 @@
 //! `http://` URLs are taken too, for tests and for CAs on the same host;
 //! RFC 8555 §6.1 wants HTTPS between client and server.
 
+use crate::ascii::IgnoreCase;
 use std::io::Write as _;
 use std::net::ToSocketAddrs as _;
 use std::sync::Arc;
@@ -222,7 +223,7 @@ impl Client {
         let pinned = self
             .pinned
             .iter()
-            .find(|(h, p, _)| h.eq_ignore_ascii_case(host) && *p == u.port);
+            .find(|(h, p, _)| h.eq_ignore_case(host) && *p == u.port);
         let addrs: Vec<std::net::SocketAddr> = match pinned {
             Some((_, _, a)) => vec![*a],
             None => (host, u.port)

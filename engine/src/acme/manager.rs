@@ -20,6 +20,7 @@
 //! name, what failed and when the next try is; a certificate still valid
 //! is served meanwhile.
 
+use crate::ascii::IgnoreCase;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -1075,7 +1076,7 @@ pub fn usable(
     let missing: Vec<&str> = names
         .iter()
         .copied()
-        .filter(|n| !facts.names.iter().any(|have| have.eq_ignore_ascii_case(n)))
+        .filter(|n| !facts.names.iter().any(|have| have.eq_ignore_case(n)))
         .collect();
     if !missing.is_empty() {
         let has = match facts.names.is_empty() {

@@ -3,6 +3,7 @@
 //! primitives of [`super::load`]. `[[cgi]]` is in [`super::cgi`], `[[auth]]`
 //! in [`super::auth`].
 
+use crate::ascii::IgnoreCase;
 use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
@@ -497,10 +498,10 @@ impl Loader<'_> {
                     "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
                 ));
             }
-            if refused.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+            if refused.iter().any(|h| h.eq_ignore_case(name)) {
                 return Err(self.fail(key, &key_name, why));
             }
-            if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            if out.iter().any(|(n, _)| n.eq_ignore_case(name)) {
                 return Err(self.fail(
                     key,
                     &key_name,

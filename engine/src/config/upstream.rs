@@ -11,6 +11,7 @@
 //! (`require!`): the reading half is dead code then, and left out.
 #![cfg_attr(not(feature = "upstreams"), allow(dead_code))]
 
+use crate::ascii::IgnoreCase;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -530,7 +531,7 @@ fn proxy_upstream(s: &str) -> Result<Written<'_>, String> {
     if let Some(unix) = unix_path(s) {
         return unix;
     }
-    let lower = |p: &str| s.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p));
+    let lower = |p: &str| s.get(..p.len()).is_some_and(|h| h.eq_ignore_case(p));
     let (rest, tls) = if lower("http://") {
         (&s[7..], false)
     } else if lower("https://") {
@@ -970,10 +971,10 @@ impl Loader<'_> {
                             let what = "a header name (letters, digits and !#$%&'*+-.^_`|~ only)";
                             return Err(self.expected(item, &key_name, what));
                         }
-                        if OWN_FIELDS.iter().any(|h| h.eq_ignore_ascii_case(s)) {
+                        if OWN_FIELDS.iter().any(|h| h.eq_ignore_case(s)) {
                             return Err(self.fail(item, &key_name, OWN_FIELDS_WHY));
                         }
-                        if !out.remove.iter().any(|r| r.eq_ignore_ascii_case(s)) {
+                        if !out.remove.iter().any(|r| r.eq_ignore_case(s)) {
                             out.remove.push(s.into());
                         }
                     }

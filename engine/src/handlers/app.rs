@@ -26,6 +26,7 @@
 //! copy of the handler, initialised with the entry's `config` table
 //! ([`Handler::init`]).
 
+use crate::ascii::IgnoreCase;
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -150,7 +151,7 @@ pub fn check_header_bytes(name: &[u8], value: &[u8]) -> Result<(), InvalidHeader
         )));
     }
     let mut own = FRAMING_HEADERS.iter().chain(&["server"]);
-    if own.any(|r| name.eq_ignore_ascii_case(r.as_bytes())) {
+    if own.any(|r| name.eq_ignore_case(r.as_bytes())) {
         return Err(InvalidHeader(format!(
             "{} is written by the server",
             text()
@@ -158,7 +159,7 @@ pub fn check_header_bytes(name: &[u8], value: &[u8]) -> Result<(), InvalidHeader
     }
     if CONNECTION_FIELDS
         .iter()
-        .any(|r| name.eq_ignore_ascii_case(r.as_bytes()))
+        .any(|r| name.eq_ignore_case(r.as_bytes()))
     {
         return Err(InvalidHeader(format!(
             "{} belongs to the connection, which the server manages",

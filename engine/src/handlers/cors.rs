@@ -9,6 +9,7 @@
 //! rule, so that no cache hands one origin's answer to another.
 
 use super::{push_header, Body, Plan, Scratch};
+use crate::ascii::IgnoreCase;
 use crate::config::rules::{CorsRule, Origins};
 use crate::http::request::OwnedRequest;
 use crate::http::{Method, Status};
@@ -67,7 +68,7 @@ fn has_field(lines: &[u8], name: &[u8]) -> bool {
     lines.split(|&b| b == b'\n').any(|line| {
         line.len() > name.len()
             && line[name.len()] == b':'
-            && line[..name.len()].eq_ignore_ascii_case(name)
+            && line[..name.len()].eq_ignore_case(name)
     })
 }
 
@@ -85,10 +86,7 @@ fn allow_origin(rule: &CorsRule, origin: Option<&[u8]>, lines: &mut Vec<u8>) -> 
         Origins::List(list) => {
             push_header(lines, "Vary", b"Origin");
             let Some(origin) = origin else { return false };
-            if !list
-                .iter()
-                .any(|o| o.as_bytes().eq_ignore_ascii_case(origin))
-            {
+            if !list.iter().any(|o| o.as_bytes().eq_ignore_case(origin)) {
                 return false;
             }
             push_header(lines, "Access-Control-Allow-Origin", origin);

@@ -3,6 +3,7 @@
 //! file, 200, as nginx's `try_files $uri /index.html`) and `[errors]`
 //! pages (a file of the site with the error's status).
 
+use crate::ascii::IgnoreCase;
 use std::sync::atomic::Ordering;
 
 use super::file_cache::FileCache;
@@ -47,7 +48,7 @@ pub fn try_files(
         if st
             .fallback_exclude
             .iter()
-            .any(|e| e.as_bytes().eq_ignore_ascii_case(ext))
+            .any(|e| e.as_bytes().eq_ignore_case(ext))
         {
             return plan;
         }

@@ -15,6 +15,7 @@
 //! All answer every method, with `Cache-Control: no-store`; none takes a
 //! `config` table.
 
+use crate::ascii::IgnoreCase;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -101,10 +102,9 @@ impl Handler for Status {
         let json = req
             .query
             .is_some_and(|q| q.split(|&b| b == b'&').any(|p| p == b"json"))
-            || req.header("accept").is_some_and(|a| {
-                a.windows(16)
-                    .any(|w| w.eq_ignore_ascii_case(b"application/json"))
-            });
+            || req
+                .header("accept")
+                .is_some_and(|a| a.windows(16).any(|w| w.eq_ignore_case(b"application/json")));
         let _ = resp.header("Cache-Control", "no-store");
         let page = if json {
             let _ = resp.header("Content-Type", "application/json");

@@ -9,6 +9,7 @@
 //! `rewrite … last`), until none matches or a rewrite leaves the target
 //! as it was; after [`MAX_REWRITES`] the request is answered 500.
 
+use crate::ascii::IgnoreCase;
 use crate::config::rules::{Piece, Scheme, Target, UrlAction, UrlMatch, UrlRule, MAX_REWRITES};
 use crate::http::request::OwnedRequest;
 
@@ -91,10 +92,10 @@ fn host_matches(hosts: &[String], host: &[u8]) -> bool {
         || hosts.iter().any(|h| match h.strip_prefix("*.") {
             Some(suffix) => {
                 host.len() > suffix.len() + 1
-                    && host[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+                    && host[host.len() - suffix.len()..].eq_ignore_case(suffix.as_bytes())
                     && host[host.len() - suffix.len() - 1] == b'.'
             }
-            None => host.eq_ignore_ascii_case(h.as_bytes()),
+            None => host.eq_ignore_case(h.as_bytes()),
         })
 }
 

@@ -1,6 +1,7 @@
 //! Static files: path mapping, index files, directory listings,
 //! precompressed sidecars, conditional and range requests.
 
+use crate::ascii::IgnoreCase;
 use std::io;
 use std::sync::Arc;
 
@@ -1115,8 +1116,7 @@ fn apply_rules_over(files: &StaticFiles, s: &mut Scratch, keep: usize) {
     for rule in &files.site().headers {
         if rule.matcher.matches(&s.path) {
             for (name, value) in &rule.set {
-                let repeats =
-                    name.eq_ignore_ascii_case("vary") || name.eq_ignore_ascii_case("set-cookie");
+                let repeats = name.eq_ignore_case("vary") || name.eq_ignore_case("set-cookie");
                 if !repeats {
                     if has_field(&s.headers[..keep], name) {
                         continue;
@@ -1138,7 +1138,7 @@ fn line_name(line: &[u8]) -> &[u8] {
 fn has_field(lines: &[u8], name: &str) -> bool {
     lines
         .split_inclusive(|&b| b == b'\n')
-        .any(|line| line_name(line).eq_ignore_ascii_case(name.as_bytes()))
+        .any(|line| line_name(line).eq_ignore_case(name.as_bytes()))
 }
 
 /// Removes from the head lines `lines` those named `name` (any case) that
@@ -1150,7 +1150,7 @@ pub(super) fn remove_field(lines: &mut Vec<u8>, from: usize, name: &str) {
             .iter()
             .position(|&b| b == b'\n')
             .map_or(lines.len(), |i| read + i + 1);
-        if !line_name(&lines[read..end]).eq_ignore_ascii_case(name.as_bytes()) {
+        if !line_name(&lines[read..end]).eq_ignore_case(name.as_bytes()) {
             lines.copy_within(read..end, write);
             write += end - read;
         }

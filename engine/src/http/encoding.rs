@@ -1,6 +1,7 @@
 //! Content-coding negotiation (`Accept-Encoding`, RFC 9110 §12.5.3).
 
 use super::grammar::trim_ows;
+use crate::ascii::IgnoreCase;
 
 /// The weights an `Accept-Encoding` value gives each of `offered`, and
 /// `identity`, in thousandths (RFC 9110 §12.4.2): 0 refuses a coding. A
@@ -19,22 +20,22 @@ pub fn weights<const N: usize>(header: &[u8], offered: [&[u8]; N]) -> ([u16; N],
             continue;
         }
         // RFC 9110 §8.4.1.3: a recipient SHOULD take "x-gzip" for "gzip".
-        let name = match name.eq_ignore_ascii_case(b"x-gzip") {
+        let name = match name.eq_ignore_case(b"x-gzip") {
             true => &b"gzip"[..],
             false => name,
         };
         let mut q = 1000;
         for param in parts {
             let param = trim_ows(param);
-            if param.len() >= 2 && param[..2].eq_ignore_ascii_case(b"q=") {
+            if param.len() >= 2 && param[..2].eq_ignore_case(b"q=") {
                 q = qvalue(trim_ows(&param[2..])).unwrap_or(0);
             }
         }
         if name == b"*" {
             star = Some(q);
-        } else if name.eq_ignore_ascii_case(b"identity") {
+        } else if name.eq_ignore_case(b"identity") {
             identity = Some(q);
-        } else if let Some(i) = offered.iter().position(|c| name.eq_ignore_ascii_case(c)) {
+        } else if let Some(i) = offered.iter().position(|c| name.eq_ignore_case(c)) {
             // (The first mention counts, as in `accepts`.)
             listed[i] = listed[i].or(Some(q));
         }

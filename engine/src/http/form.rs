@@ -4,6 +4,8 @@
 //! §5.1). Bytes in, pieces out, every count bounded; what a servlet's
 //! `req:form()` returns is built from these. Fuzzed (`fuzz/form`).
 
+use crate::ascii::IgnoreCase;
+
 /// Most fields taken from one form or query (the rest are ignored).
 pub const MAX_FIELDS: usize = 1000;
 /// Most bytes of a part's header block in a multipart body.
@@ -85,7 +87,7 @@ pub struct Part<'a> {
 pub fn boundary(content_type: &[u8]) -> Option<&[u8]> {
     let mut params = content_type.split(|&b| b == b';');
     let kind = params.next()?.trim_ascii();
-    if !kind.eq_ignore_ascii_case(b"multipart/form-data") {
+    if !kind.eq_ignore_case(b"multipart/form-data") {
         return None;
     }
     for p in params {
@@ -93,7 +95,7 @@ pub fn boundary(content_type: &[u8]) -> Option<&[u8]> {
         let Some(eq) = p.iter().position(|&b| b == b'=') else {
             continue;
         };
-        if !p[..eq].trim_ascii().eq_ignore_ascii_case(b"boundary") {
+        if !p[..eq].trim_ascii().eq_ignore_case(b"boundary") {
             continue;
         }
         let v = p[eq + 1..].trim_ascii();
@@ -173,13 +175,13 @@ fn part(p: &[u8]) -> Result<Part<'_>, Malformed> {
             return Err(Malformed("a header line without a colon"));
         };
         let (name, value) = (line[..colon].trim_ascii(), line[colon + 1..].trim_ascii());
-        if name.eq_ignore_ascii_case(b"content-type") {
+        if name.eq_ignore_case(b"content-type") {
             out.content_type = Some(value);
-        } else if name.eq_ignore_ascii_case(b"content-disposition") {
+        } else if name.eq_ignore_case(b"content-disposition") {
             disposition = true;
             let mut params = value.split(|&b| b == b';');
             let kind = params.next().unwrap_or_default().trim_ascii();
-            if !kind.eq_ignore_ascii_case(b"form-data") {
+            if !kind.eq_ignore_case(b"form-data") {
                 return Err(Malformed("a part that is not form-data"));
             }
             for p in params {
@@ -189,9 +191,9 @@ fn part(p: &[u8]) -> Result<Part<'_>, Malformed> {
                 };
                 let key = p[..eq].trim_ascii();
                 let v = unquote(p[eq + 1..].trim_ascii());
-                if key.eq_ignore_ascii_case(b"name") {
+                if key.eq_ignore_case(b"name") {
                     out.name = v;
-                } else if key.eq_ignore_ascii_case(b"filename") {
+                } else if key.eq_ignore_case(b"filename") {
                     out.filename = Some(v);
                 }
             }

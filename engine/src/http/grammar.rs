@@ -7,6 +7,8 @@
 //! whether a client, a CGI script, a config file or an embedded handler
 //! sends it, and so that the request parser's lookup table serves them all.
 
+use crate::ascii::IgnoreCase;
+
 /// A byte table that holds the ASCII letters and digits and `others`:
 /// the sets of bytes the parsers check byte by byte (tokens, host
 /// names), where a lookup is cheaper than the comparisons.
@@ -41,7 +43,7 @@ pub fn is_tchar(b: u8) -> bool {
 pub fn has_token(value: &[u8], token: &[u8]) -> bool {
     value
         .split(|&b| b == b',')
-        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+        .any(|t| t.trim_ascii().eq_ignore_case(token))
 }
 
 /// Whether `s` is a token: one or more `tchar` (RFC 9110 §5.6.2), the

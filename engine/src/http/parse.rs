@@ -12,6 +12,7 @@ mod fields;
 pub mod response;
 mod target;
 
+use crate::ascii::IgnoreCase;
 use std::borrow::Cow;
 
 use super::grammar::{is_tchar, trim_ows};
@@ -101,7 +102,7 @@ impl<'a> Request<'a> {
 pub fn find_header<'a>(headers: &[Header<'a>], name: &str) -> Option<&'a [u8]> {
     headers
         .iter()
-        .find(|h| h.name.eq_ignore_ascii_case(name.as_bytes()))
+        .find(|h| h.name.eq_ignore_case(name.as_bytes()))
         .map(|h| h.value)
 }
 

@@ -8,6 +8,7 @@
 
 use super::grammar::hex_value;
 use super::Status;
+use crate::ascii::IgnoreCase;
 
 /// Why a path was refused, and with which status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,10 +241,7 @@ pub const OWN_PREFIX: &[u8] = b".brisk-";
 /// `[static] dotfiles` says.
 pub fn is_own_name(name: &[u8]) -> bool {
     const ALIAS: &[u8] = b"brisk-~";
-    let starts = |p: &[u8]| {
-        name.get(..p.len())
-            .is_some_and(|n| n.eq_ignore_ascii_case(p))
-    };
+    let starts = |p: &[u8]| name.get(..p.len()).is_some_and(|n| n.eq_ignore_case(p));
     starts(OWN_PREFIX) || starts(ALIAS)
 }
 

@@ -7,6 +7,7 @@
 
 use super::grammar::{self, trim_ows};
 use super::push_u64;
+use crate::ascii::IgnoreCase;
 
 /// An inclusive byte range `start..=end` within a representation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +120,7 @@ pub fn parse_range(header: &[u8], len: u64) -> RangeOutcome {
     let Some(eq) = header.iter().position(|&b| b == b'=') else {
         return RangeOutcome::Ignore;
     };
-    if !header[..eq].eq_ignore_ascii_case(b"bytes") {
+    if !header[..eq].eq_ignore_case(b"bytes") {
         return RangeOutcome::Ignore;
     }
     let mut specs = [EMPTY; MAX_SPECS];
@@ -222,7 +223,7 @@ pub fn write_content_range(r: ByteRange, total: u64, out: &mut Vec<u8>) {
 pub fn parse_content_range(value: &[u8]) -> Option<(ByteRange, Option<u64>)> {
     let value = trim_ows(value);
     let (unit, rest) = value.split_at(value.iter().position(|&b| b == b' ')?);
-    if !unit.eq_ignore_ascii_case(b"bytes") {
+    if !unit.eq_ignore_case(b"bytes") {
         return None;
     }
     let (range, complete) = rest[1..].split_at(rest.iter().position(|&b| b == b'/')? - 1);

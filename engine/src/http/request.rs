@@ -12,6 +12,7 @@
 use super::parse::{self, BodyFraming, Header, Limits, ParseError, RequestHead};
 use super::path::{self, PathError};
 use super::{Method, Version};
+use crate::ascii::IgnoreCase;
 
 /// Where a piece of the head lies in [`OwnedRequest`]'s buffer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,6 +84,8 @@ impl Field {
 
     /// The field a name (ASCII case-insensitive) is, if one of these.
     fn of(name: &[u8]) -> Option<Field> {
+        // Each field of every request: the standard library's inlined
+        // compare, not `IgnoreCase`'s out-of-line loop (crate::ascii).
         let is = |known: &str| name.eq_ignore_ascii_case(known.as_bytes());
         // (Told apart by length first: most names are none of these.)
         let field = match name.len() {
@@ -262,7 +265,7 @@ impl OwnedRequest {
             let start = self.bytes.len();
             for k in 0..self.headers.len() {
                 let (n, v) = self.headers[k];
-                if !self.get(n).eq_ignore_ascii_case(name.as_bytes()) {
+                if !self.get(n).eq_ignore_case(name.as_bytes()) {
                     continue;
                 }
                 if self.bytes.len() > start {
@@ -437,7 +440,7 @@ impl OwnedRequest {
         // (Most fields are told apart by their length alone.)
         self.headers
             .iter()
-            .find(|(n, _)| n.len() == name.len() && self.get(*n).eq_ignore_ascii_case(name))
+            .find(|(n, _)| n.len() == name.len() && self.get(*n).eq_ignore_case(name))
             .map(|&(_, value)| self.get(value))
     }
 
@@ -575,8 +578,8 @@ impl OwnedRequest {
         head.extend_from_slice(version.as_str().as_bytes());
         head.extend_from_slice(b"\r\n");
         for h in self.headers() {
-            if h.name.eq_ignore_ascii_case(b"content-length")
-                || h.name.eq_ignore_ascii_case(b"transfer-encoding")
+            if h.name.eq_ignore_case(b"content-length")
+                || h.name.eq_ignore_case(b"transfer-encoding")
             {
                 continue;
             }

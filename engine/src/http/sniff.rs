@@ -11,6 +11,8 @@
 //! default: a site that takes uploads without extensions would otherwise
 //! serve an uploaded page as HTML.
 
+use crate::ascii::IgnoreCase;
+
 /// How many bytes of a file sniffing looks at (the WHATWG standard's
 /// resource header is 512 bytes too).
 pub const SNIFF_LEN: usize = 512;
@@ -117,7 +119,7 @@ pub fn sniff(head: &[u8], whole: bool) -> Option<&'static str> {
     let body = &body[start..];
     let is_html = HTML_TAGS.iter().any(|tag| {
         body.len() > tag.len()
-            && body[..tag.len()].eq_ignore_ascii_case(tag)
+            && body[..tag.len()].eq_ignore_case(tag)
             && matches!(body[tag.len()], b' ' | b'>')
     });
     Some(match (is_html, utf8) {

@@ -4,6 +4,7 @@
 //! the other side, less the fields a trailer must not hold.
 
 use super::grammar::{find_byte, trim_ows};
+use crate::ascii::IgnoreCase;
 
 /// Fields a sender must not put in a trailer section, or that a
 /// recipient must not take from one (RFC 9110 §6.5.1): the message's
@@ -43,14 +44,14 @@ const NOT_IN_TRAILERS: [&str; 26] = [
 
 /// Whether a field named `name` may pass in a trailer section.
 pub fn allowed(name: &[u8]) -> bool {
-    let starts = |p: &[u8]| name.len() >= p.len() && name[..p.len()].eq_ignore_ascii_case(p);
+    let starts = |p: &[u8]| name.len() >= p.len() && name[..p.len()].eq_ignore_case(p);
     !name.is_empty()
         && name[0] != b':'
         && !starts(b"content-")
         && !starts(b"if-")
         && !NOT_IN_TRAILERS
             .iter()
-            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+            .any(|n| name.eq_ignore_case(n.as_bytes()))
 }
 
 /// Each field line of `lines` (`Name: value`, CRLF or LF ended) as its

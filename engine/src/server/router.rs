@@ -34,6 +34,7 @@
 //! path that does not decode goes straight to the static stage, whose
 //! answer is 400.
 
+use crate::ascii::IgnoreCase;
 use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -666,7 +667,7 @@ impl Router {
         let two = routing
             .req
             .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"authorization"))
+            .filter(|h| h.name.eq_ignore_case(b"authorization"))
             .nth(1)
             .is_some();
         if two {
@@ -1152,7 +1153,7 @@ fn wants_websocket(req: &OwnedRequest) -> bool {
         .is_some_and(|v| has_token(v, b"websocket"))
         && req
             .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
+            .filter(|h| h.name.eq_ignore_case(b"connection"))
             .any(|h| has_token(h.value, b"upgrade"))
 }
 

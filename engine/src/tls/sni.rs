@@ -11,6 +11,8 @@
 //! challenge's certificate for its SNI name, or none.
 
 #[cfg(feature = "acme")]
+use crate::ascii::IgnoreCase;
+#[cfg(feature = "acme")]
 use std::collections::HashMap;
 use std::sync::Arc;
 #[cfg(feature = "acme")]
@@ -90,7 +92,7 @@ impl Live {
     /// restart (the process keeps one `Live` across reloads).
     pub fn keep_only(&self, kept: &[String], default: bool) {
         let mut issued = self.issued.write().unwrap_or_else(|e| e.into_inner());
-        issued.retain(|name, _| kept.iter().any(|k| k.eq_ignore_ascii_case(name)));
+        issued.retain(|name, _| kept.iter().any(|k| k.eq_ignore_case(name)));
         drop(issued);
         if !default {
             self.set_default(None);

@@ -26,6 +26,7 @@
 //! `x="` would swallow the element the proxy appended after it and
 //! leave the client's own `for=` as the last word.
 
+use crate::ascii::IgnoreCase;
 use std::net::{IpAddr, SocketAddr};
 
 use super::Trusted;
@@ -75,7 +76,7 @@ pub fn client<'h>(
     let named = |name: &'static str| {
         headers
             .clone()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .filter(move |(n, _)| n.eq_ignore_case(name.as_bytes()))
             .map(|(_, v)| v)
     };
     let (hops, proto_header) = if by == By::XForwardedFor {
@@ -135,9 +136,9 @@ fn trim(b: &[u8]) -> &[u8] {
 
 /// `http` / `https` (case-insensitive), else not said.
 fn scheme(v: &[u8]) -> Option<bool> {
-    if v.eq_ignore_ascii_case(b"https") {
+    if v.eq_ignore_case(b"https") {
         Some(true)
-    } else if v.eq_ignore_ascii_case(b"http") {
+    } else if v.eq_ignore_case(b"http") {
         Some(false)
     } else {
         None
@@ -196,9 +197,9 @@ fn forwarded_hops(value: &[u8]) -> Option<Vec<Hop>> {
                 pair_value.extend_from_slice(trim(&value[start..i]));
             }
         }
-        if name.eq_ignore_ascii_case(b"for") {
+        if name.eq_ignore_case(b"for") {
             hop.addr = node(&pair_value);
-        } else if name.eq_ignore_ascii_case(b"proto") {
+        } else if name.eq_ignore_case(b"proto") {
             hop.https = scheme(&pair_value);
         }
         if i >= n || value[i] == b',' {

@@ -2,6 +2,7 @@
 //! (`?sort=size&order=desc`, as Caddy's browse spells it) and the format
 //! from the query (`?format=json`) or, failing that, from `Accept`.
 
+use crate::ascii::IgnoreCase;
 use crate::http::grammar::trim_ows;
 
 /// The column a listing is sorted by. Directories always come first.
@@ -145,14 +146,14 @@ fn weight(accept: &[u8], ty: &[u8], subtype: &[u8]) -> Option<(u16, u8)> {
         let (t, s) = (&range[..slash], &range[slash + 1..]);
         let specificity = match (t, s) {
             (b"*", b"*") => 0,
-            (t, b"*") if t.eq_ignore_ascii_case(ty) => 1,
-            (t, s) if t.eq_ignore_ascii_case(ty) && s.eq_ignore_ascii_case(subtype) => 2,
+            (t, b"*") if t.eq_ignore_case(ty) => 1,
+            (t, s) if t.eq_ignore_case(ty) && s.eq_ignore_case(subtype) => 2,
             _ => continue,
         };
         let mut q = 1000;
         for param in parts {
             let param = trim_ows(param);
-            if param.len() >= 2 && param[..2].eq_ignore_ascii_case(b"q=") {
+            if param.len() >= 2 && param[..2].eq_ignore_case(b"q=") {
                 q = qvalue(trim_ows(&param[2..])).unwrap_or(1000);
             }
         }

@@ -9,6 +9,7 @@
 //! `PATH=/usr/local/bin:/usr/bin:/bin` so that `#!/usr/bin/env perl`
 //! finds its interpreter.
 
+use crate::ascii::IgnoreCase;
 use std::ffi::CString;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
@@ -303,14 +304,11 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     // (Room for most names: `HTTP_` and the field's.)
     let mut name = Vec::with_capacity(64);
     for h in req.headers {
-        if h.name.eq_ignore_ascii_case(b"content-type") && content_type.is_none() {
+        if h.name.eq_ignore_case(b"content-type") && content_type.is_none() {
             content_type = Some(h.value);
         }
-        let passed = req.authorization && h.name.eq_ignore_ascii_case(b"authorization");
-        if !passed
-            && SKIPPED_HEADERS
-                .iter()
-                .any(|s| h.name.eq_ignore_ascii_case(s))
+        let passed = req.authorization && h.name.eq_ignore_case(b"authorization");
+        if !passed && SKIPPED_HEADERS.iter().any(|s| h.name.eq_ignore_case(s))
             || !h
                 .name
                 .iter()
@@ -324,7 +322,7 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
             b'-' => b'_',
             _ => b.to_ascii_uppercase(),
         }));
-        let sep: &[u8] = if h.name.eq_ignore_ascii_case(b"cookie") {
+        let sep: &[u8] = if h.name.eq_ignore_case(b"cookie") {
             b"; "
         } else {
             b", "

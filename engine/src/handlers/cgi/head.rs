@@ -6,6 +6,7 @@
 //! is not a token — makes the whole reply invalid (the server answers
 //! 502), rather than being passed on or silently repaired.
 
+use crate::ascii::IgnoreCase;
 use crate::http::grammar::{has_token, is_field_value, is_ows, is_token, trim_ows};
 
 /// What kind of reply the script gave (RFC 3875 §6.2).
@@ -69,7 +70,7 @@ fn named_by_connection(lines: &[&[u8]], name: &[u8]) -> bool {
     lines
         .iter()
         .filter_map(|l| field(l).ok())
-        .any(|(n, value)| n.eq_ignore_ascii_case(b"connection") && has_token(value, name))
+        .any(|(n, value)| n.eq_ignore_case(b"connection") && has_token(value, name))
 }
 
 /// Parses the header block at the start of `buf`.
@@ -94,17 +95,17 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     let mut others = 0;
     let connection = lines
         .iter()
-        .any(|l| l.len() > 10 && l[..10].eq_ignore_ascii_case(b"connection"));
+        .any(|l| l.len() > 10 && l[..10].eq_ignore_case(b"connection"));
     for &line in &lines {
         let (name, value) = field(line)?;
-        if name.eq_ignore_ascii_case(b"status") {
+        if name.eq_ignore_case(b"status") {
             if status.is_some() {
                 return Err("CGI Status header repeated");
             }
             status = Some(parse_status(value)?);
             continue;
         }
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if name.eq_ignore_case(b"content-length") {
             let n = parse_length(value)?;
             if content_length.is_some_and(|m| m != n) {
                 return Err("CGI Content-Length headers disagree");
@@ -112,14 +113,12 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
             content_length = Some(n);
             continue;
         }
-        if DROPPED
-            .iter()
-            .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
+        if DROPPED.iter().any(|d| name.eq_ignore_case(d.as_bytes()))
             || connection && named_by_connection(&lines, name)
         {
             continue;
         }
-        if name.eq_ignore_ascii_case(b"location") {
+        if name.eq_ignore_case(b"location") {
             if location.is_some() {
                 return Err("CGI Location header repeated");
             }
@@ -127,7 +126,7 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
                 return Err("CGI Location header empty");
             }
             location = Some(value);
-        } else if name.eq_ignore_ascii_case(b"content-type") {
+        } else if name.eq_ignore_case(b"content-type") {
             if content_type {
                 return Err("CGI Content-Type header repeated");
             }

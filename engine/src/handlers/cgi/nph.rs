@@ -10,6 +10,7 @@
 //! Server) are dropped, as from any script.
 
 use super::head::{field, head_lines, parse_length, parse_status, DROPPED};
+use crate::ascii::IgnoreCase;
 use crate::handlers::pipe::ReplyHead;
 
 /// Parses the head at the start of `buf` (at most `max` bytes): `Ok(None)`
@@ -32,7 +33,7 @@ pub fn parse_nph_head(buf: &[u8], max: usize) -> Result<Option<ReplyHead>, &'sta
     let (mut content_length, mut chunked) = (None, false);
     for line in fields {
         let (name, value) = field(line)?;
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if name.eq_ignore_case(b"content-length") {
             let n = parse_length(value)?;
             if content_length.is_some_and(|m| m != n) {
                 return Err("nph- Content-Length fields disagree");
@@ -40,17 +41,14 @@ pub fn parse_nph_head(buf: &[u8], max: usize) -> Result<Option<ReplyHead>, &'sta
             content_length = Some(n);
             continue;
         }
-        if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            if !value.eq_ignore_ascii_case(b"chunked") {
+        if name.eq_ignore_case(b"transfer-encoding") {
+            if !value.eq_ignore_case(b"chunked") {
                 return Err("nph- transfer coding other than chunked");
             }
             chunked = true;
             continue;
         }
-        if DROPPED
-            .iter()
-            .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
-        {
+        if DROPPED.iter().any(|d| name.eq_ignore_case(d.as_bytes())) {
             continue;
         }
         headers.extend_from_slice(name);

@@ -19,6 +19,7 @@ pub mod coding;
 #[cfg(feature = "compress")]
 pub mod stream;
 
+use crate::ascii::IgnoreCase;
 use crate::config::{Coding, CompressConfig};
 use crate::handlers::pipe::ReplyHead;
 use crate::http::encoding;
@@ -111,10 +112,10 @@ pub fn compressible(content_type: &[u8], types: &[String]) -> bool {
     types.iter().any(|t| match t.strip_suffix("/*") {
         Some(major) => {
             ct.len() > major.len() + 1
-                && ct[..major.len()].eq_ignore_ascii_case(major.as_bytes())
+                && ct[..major.len()].eq_ignore_case(major.as_bytes())
                 && ct[major.len()] == b'/'
         }
-        None => ct.eq_ignore_ascii_case(t.as_bytes()),
+        None => ct.eq_ignore_case(t.as_bytes()),
     })
 }
 

@@ -5,6 +5,7 @@
 
 use super::coding::StreamCoder;
 use super::{choose, compressible};
+use crate::ascii::IgnoreCase;
 use crate::config::CompressConfig;
 use crate::handlers::pipe::ReplyHead;
 
@@ -206,7 +207,7 @@ pub fn decide(
         if !allows(name, value) {
             return None;
         }
-        if name.eq_ignore_ascii_case(b"content-type") {
+        if name.eq_ignore_case(b"content-type") {
             content_type = Some(value);
         }
     }
@@ -225,7 +226,7 @@ pub fn decide(
             // identity body, not of the coded one brisk sends: a client
             // that resumed this download with `Range` would get the
             // other's bytes (nginx's gzip clears it too).
-            Some((name, _)) if name.eq_ignore_ascii_case(b"accept-ranges") => {}
+            Some((name, _)) if name.eq_ignore_case(b"accept-ranges") => {}
             _ => out.extend_from_slice(line),
         }
     }
@@ -238,7 +239,7 @@ pub fn decide(
 
 /// Whether `name: value` is a strong `ETag`.
 fn is_strong_etag(name: &[u8], value: &[u8]) -> bool {
-    name.eq_ignore_ascii_case(b"etag") && value.first() == Some(&b'"')
+    name.eq_ignore_case(b"etag") && value.first() == Some(&b'"')
 }
 
 /// Appends an `ETag` line with the strong tag `value` made weak.
@@ -264,7 +265,7 @@ fn not_modified(cfg: &CompressConfig, accept: Option<&[u8]>, headers: &mut Vec<u
             continue;
         };
         if !allows(name, value)
-            || (name.eq_ignore_ascii_case(b"content-type") && !compressible(value, &cfg.types))
+            || (name.eq_ignore_case(b"content-type") && !compressible(value, &cfg.types))
         {
             return;
         }
@@ -287,13 +288,13 @@ fn not_modified(cfg: &CompressConfig, accept: Option<&[u8]>, headers: &mut Vec<u
 /// when it says a `Content-Encoding` already (a `.svgz`, a program's own
 /// gzip), nor `Cache-Control: no-transform` (RFC 9110 §7.7).
 pub fn allows(name: &[u8], value: &[u8]) -> bool {
-    if name.eq_ignore_ascii_case(b"content-encoding") {
+    if name.eq_ignore_case(b"content-encoding") {
         return false;
     }
-    !(name.eq_ignore_ascii_case(b"cache-control")
+    !(name.eq_ignore_case(b"cache-control")
         && value
             .split(|&b| b == b',')
-            .any(|d| crate::http::grammar::trim_ows(d).eq_ignore_ascii_case(b"no-transform")))
+            .any(|d| crate::http::grammar::trim_ows(d).eq_ignore_case(b"no-transform")))
 }
 
 /// A header line's name and value (`Name: value\r\n`).

@@ -23,6 +23,7 @@
 //! handshake, and any other 2xx is a 502 (the client would take it for
 //! the tunnel).
 
+use crate::ascii::IgnoreCase;
 use std::io;
 use std::net::IpAddr;
 use std::os::fd::{OwnedFd, RawFd};
@@ -57,7 +58,7 @@ const PIECE: usize = 64 * 1024;
 fn hints(name: &[u8]) -> bool {
     ["link", "content-security-policy", "referrer-policy"]
         .iter()
-        .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+        .any(|n| name.eq_ignore_case(n.as_bytes()))
 }
 
 /// The `103 Early Hints` an answer passes on; more are dropped.
@@ -112,8 +113,8 @@ pub fn relocated(v: &[u8], r: &Relocate) -> Option<Vec<u8>> {
     let host = dial::own_host(&r.upstream);
     let origin_len = scheme.len() + host.len();
     let starts = v.len() >= origin_len
-        && v[..scheme.len()].eq_ignore_ascii_case(scheme)
-        && v[scheme.len()..origin_len].eq_ignore_ascii_case(host.as_bytes());
+        && v[..scheme.len()].eq_ignore_case(scheme)
+        && v[scheme.len()..origin_len].eq_ignore_case(host.as_bytes());
     let rest = &v[origin_len.min(v.len())..];
     if !starts || !matches!(rest.first(), None | Some(b'/' | b'?' | b'#')) {
         return None;
@@ -802,7 +803,7 @@ fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
 fn switch_refused(fields: &[Header<'_>]) -> Option<&'static str> {
     let mut upgrades = fields
         .iter()
-        .filter(|f| f.name.eq_ignore_ascii_case(b"upgrade"))
+        .filter(|f| f.name.eq_ignore_case(b"upgrade"))
         .peekable();
     if upgrades.peek().is_none() {
         return Some("101 Switching Protocols without Upgrade");
@@ -819,7 +820,7 @@ fn switch_refused(fields: &[Header<'_>]) -> Option<&'static str> {
 /// `Server` with `server = "brisk"`, nor one `response_headers` sets or
 /// removes.
 fn answer_passes(name: &[u8], answer: &Answer) -> bool {
-    let is = |known: &str| name.eq_ignore_ascii_case(known.as_bytes());
+    let is = |known: &str| name.eq_ignore_case(known.as_bytes());
     !(HOP_BY_HOP.iter().chain(&OWN).any(|n| is(n))
         || (answer.server == ServerMode::Brisk && is("server"))
         || answer.edits.remove.iter().any(|n| is(n))
@@ -839,7 +840,7 @@ fn reply_head(
     answer: &Answer,
     switch: Switch,
 ) -> ReplyHead {
-    let is = |name: &[u8], known: &str| name.eq_ignore_ascii_case(known.as_bytes());
+    let is = |name: &[u8], known: &str| name.eq_ignore_case(known.as_bytes());
     let named_by_connection = |name: &[u8]| {
         fields
             .iter()

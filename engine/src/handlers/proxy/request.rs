@@ -18,6 +18,7 @@
 //! untrusted client cannot make the application believe it is someone
 //! else.
 
+use crate::ascii::IgnoreCase;
 use std::net::{IpAddr, SocketAddr};
 
 use crate::http::grammar::{has_token, is_token};
@@ -139,7 +140,7 @@ fn spelt_as(name: &[u8], known: &str) -> bool {
 }
 
 fn is(name: &[u8], known: &str) -> bool {
-    name.eq_ignore_ascii_case(known.as_bytes())
+    name.eq_ignore_case(known.as_bytes())
 }
 
 /// Appends `name: v1, v2` for every `name` field of `req` (several lines

@@ -1,6 +1,7 @@
 //! What a servlet sees: the request table, the response object, and the
 //! `brisk` library (JSON, escaping, forms, the shared dictionary).
 
+use crate::ascii::IgnoreCase;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
@@ -154,8 +155,7 @@ impl Out {
     fn drop_line(&mut self, name: &[u8]) {
         let mut at = 0;
         for (i, &(name_len, line_len)) in self.lines.iter().enumerate() {
-            if name_len == name.len() && self.headers[at..at + name_len].eq_ignore_ascii_case(name)
-            {
+            if name_len == name.len() && self.headers[at..at + name_len].eq_ignore_case(name) {
                 self.headers.drain(at..at + line_len);
                 self.lines.remove(i);
                 // The lines from here on are not the last answer's.
@@ -185,7 +185,7 @@ fn is_singleton(name: &[u8]) -> bool {
         b"age",
         b"retry-after",
     ];
-    ONE.iter().any(|n| n.eq_ignore_ascii_case(name))
+    ONE.iter().any(|n| n.eq_ignore_case(name))
 }
 
 impl Out {
@@ -384,7 +384,7 @@ pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua
             }
             LAZY_COOKIES => {
                 for (name, value) in raw_fields(src) {
-                    if !name.eq_ignore_ascii_case(b"cookie") {
+                    if !name.eq_ignore_case(b"cookie") {
                         continue;
                     }
                     for c in value.split(|&b| b == b';') {
@@ -451,7 +451,7 @@ pub fn form(lua: &Lua, req: &Table) -> mlua::Result<(Value, Option<String>)> {
         .next()
         .unwrap_or_default()
         .trim_ascii();
-    if kind.eq_ignore_ascii_case(b"application/x-www-form-urlencoded") {
+    if kind.eq_ignore_case(b"application/x-www-form-urlencoded") {
         fill_fields(lua, &out, form::urlencoded(&body))?;
         return Ok((Value::Table(out), None));
     }

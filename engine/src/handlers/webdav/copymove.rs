@@ -3,6 +3,7 @@
 //! `Depth` and `Overwrite`; a tree copied member by member, a move in one
 //! `renameat2` where the filesystem allows.
 
+use crate::ascii::IgnoreCase;
 use std::io::{self, Read, Write};
 
 use super::multistatus::{self, Multistatus};
@@ -46,7 +47,7 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
     // (MOVE of a collection is always of all it holds: §9.9.2.)
     let deep = match t.depth {
         None => true,
-        Some(d) if d.eq_ignore_ascii_case(b"infinity") => true,
+        Some(d) if d.eq_ignore_case(b"infinity") => true,
         Some(b"0") if !t.moving => false,
         Some(_) => return bare(Status::BAD_REQUEST),
     };

@@ -7,6 +7,8 @@
 //! Every state token in it, outside `Not`, is "submitted" (§10.4.1): that
 //! is how a client shows it holds a lock, whatever the lists evaluate to.
 
+use crate::ascii::IgnoreCase;
+
 /// One condition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cond<'a> {
@@ -84,7 +86,7 @@ fn list(v: &[u8], mut i: usize) -> Option<(Vec<Condition<'_>>, usize)> {
     loop {
         i = skip_ws(v, i);
         let mut not = false;
-        if v.len() >= i + 3 && v[i..i + 3].eq_ignore_ascii_case(b"Not") {
+        if v.len() >= i + 3 && v[i..i + 3].eq_ignore_case(b"Not") {
             not = true;
             i = skip_ws(v, i + 3);
         }

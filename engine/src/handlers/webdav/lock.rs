@@ -18,6 +18,7 @@ use super::locks::{self, Lock, Locks, MAX_LOCKS, MAX_OWNER};
 use super::multistatus::escape;
 use super::xml;
 use super::{bare, destination, parent, split, Dav, CONFLICT, CREATED};
+use crate::ascii::IgnoreCase;
 use crate::handlers::protected::Way;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::conditional::write_etag;
@@ -257,7 +258,7 @@ pub fn lock(
     };
     let infinite = match req.header("Depth") {
         None => true,
-        Some(d) if d.eq_ignore_ascii_case(b"infinity") => true,
+        Some(d) if d.eq_ignore_case(b"infinity") => true,
         Some(b"0") => false,
         Some(_) => return bare(Status::BAD_REQUEST),
     };

@@ -14,6 +14,7 @@
 //! unless refreshed ([`DEFAULT_TIMEOUT`] when the client names none).
 //! Expired locks are dropped whenever the root's table is used.
 
+use crate::ascii::IgnoreCase;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -262,7 +263,7 @@ pub fn now() -> u64 {
 pub fn timeout(value: Option<&[u8]>) -> u64 {
     for item in value.unwrap_or_default().split(|&b| b == b',') {
         let item = item.trim_ascii();
-        if item.eq_ignore_ascii_case(b"Infinite") {
+        if item.eq_ignore_case(b"Infinite") {
             return MAX_TIMEOUT;
         }
         let Some(n) = item

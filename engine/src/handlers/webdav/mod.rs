@@ -8,6 +8,7 @@
 //! by the kernel-enforced rules of static files (`sys::dir`): no `..`, no
 //! symlink out of the root, nothing written through a symlink.
 
+use crate::ascii::IgnoreCase;
 use std::fs::File;
 use std::io;
 use std::sync::{Arc, Condvar, Mutex};
@@ -790,7 +791,7 @@ pub fn delete(dav: &Dav, rel: &[u8], depth: Option<&[u8]>, href: &[u8], s: &mut 
         Ok(found) => found,
         Err(status) => return bare(status),
     };
-    if kind == Kind::Dir && depth.is_some_and(|d| !d.eq_ignore_ascii_case(b"infinity")) {
+    if kind == Kind::Dir && depth.is_some_and(|d| !d.eq_ignore_case(b"infinity")) {
         return bare(Status::BAD_REQUEST);
     }
     let mut failed = Multistatus::new(&mut s.body);

@@ -12,6 +12,7 @@ use super::props::{self, element, Name};
 use super::sidecar::Store;
 use super::xml::{self, Document};
 use super::{bare, Dav};
+use crate::ascii::IgnoreCase;
 use crate::config::Dotfiles;
 use crate::handlers::protected::Protected;
 use crate::handlers::stream::{Source, Streamed};
@@ -174,7 +175,7 @@ pub fn depth(
     match value {
         Some(b"0") => Ok(false),
         Some(b"1") => Ok(true),
-        Some(v) if !v.eq_ignore_ascii_case(b"infinity") => Err(bare(Status::BAD_REQUEST)),
+        Some(v) if !v.eq_ignore_case(b"infinity") => Err(bare(Status::BAD_REQUEST)),
         _ if !collection() => Ok(false),
         _ => Err(lock::condition(
             s,

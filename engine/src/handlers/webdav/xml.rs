@@ -11,6 +11,8 @@
 //! Written for brisk rather than `quick-xml` (see dev/plan-31-webdav.md):
 //! a few hundred lines that do only this, checked here.
 
+use crate::ascii::IgnoreCase;
+
 /// Nesting deeper than this is refused.
 pub const MAX_DEPTH: usize = 32;
 /// More elements than this are refused.
@@ -438,7 +440,7 @@ impl<'a> Reader<'a> {
         {
             return Err(Malformed("a processing instruction without a target"));
         }
-        if target.eq_ignore_ascii_case("xml") && !(decl && target == "xml") {
+        if target.eq_ignore_case("xml") && !(decl && target == "xml") {
             return Err(Malformed("an XML declaration not first"));
         }
         self.skip_past("?>")

@@ -34,6 +34,9 @@ impl<'a> Semantics<'a> {
     /// made here, so a bad field fails before the head is complete.
     pub(super) fn apply(&mut self, h: &Header<'a>, version: Version) -> Result<(), ParseError> {
         let name = h.name;
+        // Every request's fields pass here: the standard library's inlined
+        // compare (against a literal of a known length), not the engine's
+        // out-of-line `IgnoreCase` (crate::ascii) made for cold paths.
         let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
         match name.len() {
             4 if is("host") => self.host(h.value),

@@ -1,5 +1,6 @@
 //! Request-target forms (RFC 9112 §3.2) and Host values (§3.2, RFC 3986 §3.2.2).
 
+use crate::ascii::IgnoreCase;
 use std::borrow::Cow;
 
 use super::bad;
@@ -50,7 +51,7 @@ fn parse_absolute_form(method: Method, target: &[u8]) -> Result<Target<'_>, Pars
         return Err(bad("request target must start with /"));
     };
     let scheme = &target[..colon];
-    if !scheme.eq_ignore_ascii_case(b"http") && !scheme.eq_ignore_ascii_case(b"https") {
+    if !scheme.eq_ignore_case(b"http") && !scheme.eq_ignore_case(b"https") {
         return Err(bad("absolute-form target with a scheme other than http(s)"));
     }
     let Some(rest) = target[colon + 1..].strip_prefix(b"//") else {

@@ -17,6 +17,7 @@
 //! rule takes it; elsewhere it is answered 501 as any handshake. Another
 //! protocol is answered 501 at once.
 
+use crate::ascii::IgnoreCase;
 use base64ct::{Base64, Encoding};
 
 use crate::h2::Request;
@@ -36,7 +37,7 @@ pub fn fill(
     head.clear();
     let websocket = match r.protocol() {
         None => false,
-        Some(p) if p.eq_ignore_ascii_case(b"websocket") => true,
+        Some(p) if p.eq_ignore_case(b"websocket") => true,
         Some(_) => {
             return Err(ParseError {
                 status: Status::NOT_IMPLEMENTED,
@@ -186,7 +187,7 @@ fn same_authority(host: &[u8], authority: &[u8], scheme: &[u8]) -> bool {
     };
     let (host, authority) = (host.trim_ascii(), authority);
     let (h, a) = (&host[..bare(host)], &authority[..bare(authority)]);
-    h.eq_ignore_ascii_case(a)
+    h.eq_ignore_case(a)
 }
 
 #[cfg(test)]

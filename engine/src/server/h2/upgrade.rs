@@ -2,6 +2,7 @@
 //! taken, and the client's SETTINGS it carries. Sans-IO: the request as
 //! read, and what the caller knows of the connection and the server.
 
+use crate::ascii::IgnoreCase;
 use base64ct::{Base64UrlUnpadded, Encoding};
 
 use crate::http::grammar::has_token;
@@ -33,14 +34,14 @@ pub fn settings(req: &OwnedRequest, cleartext: bool, tls: bool, draining: bool) 
     }
     let named = |token: &[u8]| {
         req.headers()
-            .any(|h| h.name.eq_ignore_ascii_case(b"connection") && has_token(h.value, token))
+            .any(|h| h.name.eq_ignore_case(b"connection") && has_token(h.value, token))
     };
     if !named(b"upgrade") || !named(b"http2-settings") {
         return None;
     }
     let mut values = req
         .headers()
-        .filter(|h| h.name.eq_ignore_ascii_case(b"http2-settings"));
+        .filter(|h| h.name.eq_ignore_case(b"http2-settings"));
     let value = values.next()?;
     if values.next().is_some() {
         return None;

@@ -5,6 +5,7 @@
 //! client is, and how the answer is passed on; the worker connects and
 //! pumps it (see `server::worker::upstream`).
 
+use crate::ascii::IgnoreCase;
 use std::borrow::Cow;
 
 use super::{refused_400, Deferred, Resume, Resumed, Router, Routing, Step};
@@ -253,7 +254,7 @@ fn upstream_plan(
         && req.header("upgrade").is_some_and(|u| !switches_to_http(u))
         && req
             .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
+            .filter(|h| h.name.eq_ignore_case(b"connection"))
             .any(|h| has_token(h.value, b"upgrade"));
     let forwarded = req.forwarded();
     let https = forwarded

@@ -4,6 +4,7 @@
 //! the static handler over the rule's root, with the site's rules).
 
 use super::{Deferred, Resume, Resumed, Router, Routing, Step};
+use crate::ascii::IgnoreCase;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
 use crate::handlers::stream::{Awaited, Channel, Later, Source, Streamed};
@@ -115,7 +116,7 @@ impl Router {
                 // served as if it were the file (RFC 9110 §8.4: 415).
                 if req
                     .header("Content-Encoding")
-                    .is_some_and(|c| !c.eq_ignore_ascii_case(b"identity"))
+                    .is_some_and(|c| !c.eq_ignore_case(b"identity"))
                 {
                     return Step::Answer(webdav::bare(Status::UNSUPPORTED_MEDIA_TYPE));
                 }
@@ -123,7 +124,7 @@ impl Router {
                 // §5.3, a field that is not a list. 400, not the first.)
                 let ranges = req
                     .headers()
-                    .filter(|h| h.name.eq_ignore_ascii_case(b"content-range"));
+                    .filter(|h| h.name.eq_ignore_case(b"content-range"));
                 let range = match (
                     req.header("Content-Range").map(parse_content_range),
                     ranges.count(),

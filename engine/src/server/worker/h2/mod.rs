@@ -20,6 +20,7 @@
 //! A password check runs off the loop as for
 //! HTTP/1.1, the request's body held meanwhile within its window.
 
+use crate::ascii::IgnoreCase;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -227,7 +228,7 @@ impl Worker {
                         | b"transfer-encoding"
                         | b"host"
                 );
-                if !hop && (name != b"te" || h.value.eq_ignore_ascii_case(b"trailers")) {
+                if !hop && (name != b"te" || h.value.eq_ignore_case(b"trailers")) {
                     r.field(&name, h.value);
                 }
             }
