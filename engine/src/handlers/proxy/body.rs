@@ -896,7 +896,9 @@ fn reply_head(
     ReplyHead {
         len: h.head_len,
         status: h.status,
-        reason: (!h.reason.is_empty()).then(|| h.reason.to_vec()),
+        // (Kept only for a status brisk has no phrase for: the others go
+        // with brisk's own, and need no copy.)
+        reason: (!h.reason.is_empty() && !Status(h.status).has_reason()).then(|| h.reason.to_vec()),
         headers,
         content_length: match h.framing {
             ResponseFraming::Length(n) => Some(n),
