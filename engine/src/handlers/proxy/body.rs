@@ -294,10 +294,18 @@ impl ProxyBody {
         // (Only a request that may go again keeps a copy of its head;
         // the outbox sends the head it is given.)
         let again = opts.turn.as_ref().is_some_and(|t| t.idempotent);
-        let kept_head = match again {
-            true => head.clone(),
-            false => Vec::new(),
+        // (In buffers an answer before gave back to the pool, if any:
+        // see `Drop`.)
+        let spare = || match &opts.keep {
+            Some(keep) => keep.pool.borrow_mut().buffer(),
+            None => Vec::new(),
         };
+        let mut kept_head = Vec::new();
+        if again {
+            kept_head = spare();
+            kept_head.extend_from_slice(&head);
+        }
+        let head_buf = spare();
         let mut outbox = Outbox::starting_with(head);
         let body_open = opts.body != BodyOut::None;
         outbox.body_end = !body_open;
@@ -318,7 +326,7 @@ impl ProxyBody {
             outbox,
             body_open,
             unreachable: None,
-            head_buf: Vec::new(),
+            head_buf,
             started: false,
             hints: 0,
             interim: 0,
@@ -976,7 +984,8 @@ impl Produce for ProxyBody {
             // swap would leave it this small one to grow again.)
             buf.clear();
             buf.extend_from_slice(&self.rest);
-            self.rest = Vec::new();
+            // (Its room stays, for the pool: see `Drop`.)
+            self.rest.clear();
             if let Some(gave) = self.body(buf) {
                 return gave;
             }
@@ -1131,6 +1140,16 @@ impl Drop for ProxyBody {
             keep.pool
                 .borrow_mut()
                 .put_watched(keep, sock, link, self.sock.watched, now);
+        }
+        // The buffers go back to the pool, for the next answers (the
+        // request's head, sent from the outbox's, the copy kept to send
+        // it again, the answer's head).
+        if let Some(keep) = &self.opts.keep {
+            let mut pool = keep.pool.borrow_mut();
+            pool.give_back(self.outbox.take_buf());
+            pool.give_back(std::mem::take(&mut self.head));
+            pool.give_back(std::mem::take(&mut self.head_buf));
+            pool.give_back(std::mem::take(&mut self.rest));
         }
     }
 }
