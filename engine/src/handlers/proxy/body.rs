@@ -855,7 +855,22 @@ fn reply_head(
             .any(|f| has_token(f.value, name))
     };
     let brisk_server = answer.server == ServerMode::Brisk;
+    // (Sized once, at the first field passed, for all: no more than the
+    // upstream's head and what brisk adds. None when no field passes.)
+    let room = h.head_len
+        + 64
+        + (answer.edits.set.iter())
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum::<usize>();
     let mut headers = Vec::new();
+    let field = |headers: &mut Vec<u8>, parts: &[&[u8]]| {
+        if headers.capacity() == 0 {
+            headers.reserve(room);
+        }
+        for part in parts {
+            headers.extend_from_slice(part);
+        }
+    };
     let mut own = Own {
         server: !brisk_server,
         date: false,
@@ -865,9 +880,7 @@ fn reply_head(
             continue;
         }
         if switch == Switch::Upgrade && is(f.name, "upgrade") {
-            for part in [f.name, b": ", f.value, b"\r\n"] {
-                headers.extend_from_slice(part);
-            }
+            field(&mut headers, &[f.name, b": ", f.value, b"\r\n"]);
             continue;
         }
         if !answer_passes(f.name, answer) || named_by_connection(f.name) {
@@ -878,12 +891,10 @@ fn reply_head(
             .filter(|_| is(f.name, "location"))
             .and_then(|r| relocated(f.value, r));
         let value = moved.as_deref().unwrap_or(f.value);
-        for part in [f.name, b": ", value, b"\r\n"] {
-            headers.extend_from_slice(part);
-        }
+        field(&mut headers, &[f.name, b": ", value, b"\r\n"]);
     }
     if switch == Switch::Upgrade {
-        headers.extend_from_slice(b"Connection: upgrade\r\n");
+        field(&mut headers, &[b"Connection: upgrade\r\n"]);
     }
     // (Not beside a `Via` the rule sets, nor when it removes `Via`: one
     // field, the rule's, as for the request.)
@@ -892,14 +903,15 @@ fn reply_head(
             || answer.edits.remove.iter().any(|n| is(n.as_bytes(), name))
     };
     if answer.via && !ruled("via") {
-        headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
+        field(&mut headers, &[b"Via: 1.1 brisk\r\n"]);
     }
     for (name, value) in &answer.edits.set {
         own.server |= is(name.as_bytes(), "server");
         own.date |= is(name.as_bytes(), "date");
-        for part in [name.as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
-            headers.extend_from_slice(part);
-        }
+        field(
+            &mut headers,
+            &[name.as_bytes(), b": ", value.as_bytes(), b"\r\n"],
+        );
     }
     ReplyHead {
         len: h.head_len,
