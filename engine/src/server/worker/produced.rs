@@ -95,7 +95,7 @@ impl Worker {
         producer: Box<dyn Produce>,
         redirects: u8,
     ) {
-        let run = Box::new(Run::new(producer, r.hold(redirects)));
+        let run = Run::new(producer, r.hold(redirects));
         self.start_run(c, stream, run, None, false, &r.scratch.path);
     }
 
@@ -108,7 +108,7 @@ impl Worker {
         &mut self,
         c: &mut Conn,
         stream: Option<u32>,
-        run: Box<Run>,
+        run: Run,
         body: Option<BodyDecoder>,
         program: bool,
         path: &[u8],
@@ -118,7 +118,7 @@ impl Worker {
             let ex = self.exchanges.insert(Exchange {
                 conn: c.index,
                 stream: None,
-                task: Task::Run(*run),
+                task: Task::Run(run),
             });
             let p = Producing {
                 ex,
@@ -458,7 +458,7 @@ mod h2 {
             &mut self,
             c: &mut Conn,
             id: u32,
-            run: Box<Run>,
+            run: Run,
             program: bool,
             path: &[u8],
         ) {
