@@ -127,7 +127,8 @@ impl Worker {
                 trailers: Vec::new(),
             };
             if let Some(h1) = c.proto.h1_mut() {
-                h1.produce(&mut c.life, Box::new(p), self.clock.now);
+                let p = self.pools.boxed_producing(p);
+                h1.produce(&mut c.life, p, self.clock.now);
             }
             return;
         };
@@ -362,6 +363,7 @@ impl Worker {
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.life.close();
         }
+        self.pools.take_back_producing(p);
     }
 
     /// The connection goes away under its HTTP/1.1 produced answer: the
