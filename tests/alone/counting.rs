@@ -6,7 +6,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Allocations and reallocations, by every thread but those that said
@@ -21,7 +21,14 @@ pub static LUA: AtomicU64 = AtomicU64::new(0);
 #[cfg(feature = "servlets")]
 pub static RUST: AtomicU64 = AtomicU64::new(0);
 
+/// While set, each counted allocation prints its backtrace to stderr
+/// (`trace_one` sets it for one round of a test).
+static TRACE: AtomicBool = AtomicBool::new(false);
+
 thread_local! {
+    /// This thread is printing a backtrace (whose own allocations are not
+    /// traced).
+    static TRACING: Cell<bool> = const { Cell::new(false) };
     /// This thread's allocations and reallocations, counted or not.
     static MINE: Cell<u64> = const { Cell::new(0) };
     /// This thread's heap is not the server's (a client's thread).
@@ -51,7 +58,25 @@ pub fn allocs_per(rounds: u64, mut round: impl FnMut()) -> f64 {
     for _ in 0..rounds {
         round();
     }
-    (ALLOCS.load(Ordering::Relaxed) - before) as f64 / rounds as f64
+    let per = (ALLOCS.load(Ordering::Relaxed) - before) as f64 / rounds as f64;
+    trace_one(round);
+    per
+}
+
+/// With `BRISK_ALLOC_TRACE` set in the environment, one more call of
+/// `round` prints the backtrace of each allocation it counts (to find
+/// them: `BRISK_ALLOC_TRACE=1 cargo test --test alone -- NAME --nocapture`).
+#[cfg(feature = "upstreams")]
+fn trace_one(mut round: impl FnMut()) {
+    if std::env::var_os("BRISK_ALLOC_TRACE").is_none() {
+        return;
+    }
+    TRACING.with(|t| t.set(true));
+    eprintln!("--- the allocations of one round ---");
+    TRACING.with(|t| t.set(false));
+    TRACE.store(true, Ordering::SeqCst);
+    round();
+    TRACE.store(false, Ordering::SeqCst);
 }
 
 /// One test at a time: hold the guard for the whole test.
@@ -66,6 +91,16 @@ fn count(layout: Layout, bytes: i64) {
     if !NOT_COUNTED.try_with(Cell::get).unwrap_or(false) {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
         LIVE.fetch_add(bytes, Ordering::Relaxed);
+        if TRACE.load(Ordering::Relaxed) && !TRACING.try_with(Cell::get).unwrap_or(true) {
+            TRACING.with(|t| t.set(true));
+            let trace = std::backtrace::Backtrace::force_capture();
+            eprintln!(
+                "allocation of {} bytes (align {}):\n{trace}",
+                layout.size(),
+                layout.align()
+            );
+            TRACING.with(|t| t.set(false));
+        }
     }
     #[cfg(feature = "servlets")]
     match layout.align() == mlua::ffi::SYS_MIN_ALIGN {

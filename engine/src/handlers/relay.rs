@@ -150,6 +150,12 @@ impl Outbox {
             .splice(..n.min(self.buf.len()), bytes.iter().copied());
     }
 
+    /// Its buffer, for another outbox (what waits in it is dropped).
+    pub fn take_buf(&mut self) -> Vec<u8> {
+        self.client = 0;
+        std::mem::take(&mut self.buf)
+    }
+
     /// Its body was held whole.
     pub fn held(&self) -> bool {
         self.held_body

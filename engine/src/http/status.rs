@@ -71,6 +71,12 @@ impl Status {
     /// the request needs kept.
     pub const INSUFFICIENT_STORAGE: Status = Status(507);
 
+    /// Whether brisk has a reason phrase of its own for it (one of
+    /// another's is used only where it has none: `write::head`).
+    pub fn has_reason(self) -> bool {
+        self.reason() != "Unknown"
+    }
+
     /// The reason phrase for the status line.
     pub fn reason(self) -> &'static str {
         match self.0 {

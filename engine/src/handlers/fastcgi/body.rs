@@ -136,8 +136,9 @@ pub struct FastcgiBody {
 /// (`keep`: with `FCGI_KEEP_CONN`), its PARAMS records `params` (their
 /// end included) and, when it is `whole` (no body comes), the empty STDIN
 /// record that ends it.
-fn request_records(params: &[u8], keep: bool, whole: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(3 * record::HEADER + params.len());
+/// `out`: an empty buffer to write them in.
+fn request_records(mut out: Vec<u8>, params: &[u8], keep: bool, whole: bool) -> Vec<u8> {
+    out.reserve(3 * record::HEADER + params.len());
     record::begin_request(&mut out, ID, keep);
     out.extend_from_slice(params);
     if whole {
@@ -182,7 +183,15 @@ impl FastcgiBody {
         let held_body = held.is_some();
         let whole = !body_open && !held_body;
         let keep = opts.keep.is_some();
-        let mut outbox = Outbox::starting_with(request_records(params, keep, whole));
+        // (In buffers an answer before gave back to the pool, if any:
+        // see `Drop`.)
+        let spare = || match &opts.keep {
+            Some(keep) => keep.pool.borrow_mut().buffer(),
+            None => Vec::new(),
+        };
+        let records = request_records(spare(), params, keep, whole);
+        let mut outbox = Outbox::starting_with(records);
+        let head_buf = spare();
         outbox.body_end = whole;
         // (Not read before the engine says it is readable: see
         // `Socket::new`.)
@@ -202,7 +211,7 @@ impl FastcgiBody {
             decoder: Decoder::new(ID),
             inbuf: Vec::new(),
             at: 0,
-            head_buf: Vec::new(),
+            head_buf,
             started: false,
             pending: Vec::new(),
             stderr_line: Vec::new(),
@@ -248,7 +257,7 @@ impl FastcgiBody {
         self.sock.replace(sock);
         (self.connected, self.unreachable) = (false, None);
         self.outbox.clear();
-        let records = request_records(&params, self.opts.keep.is_some(), true);
+        let records = request_records(Vec::new(), &params, self.opts.keep.is_some(), true);
         self.outbox.push(&records, false);
         self.outbox.body_end = true;
         // (A warning, not an error: the client gets its answer, and
@@ -508,8 +517,12 @@ impl Produce for FastcgiBody {
         if self.finished {
             return Gave::End;
         }
+        // (What came with the head, copied into the buffer lent, which
+        // stays the worker's: a swap would leave it this small one to
+        // grow again, and take its own along to be dropped.)
         buf.clear();
-        std::mem::swap(buf, &mut self.pending);
+        buf.extend_from_slice(&self.pending);
+        self.pending.clear();
         if let (false, Some(why)) = (self.started, self.unreachable.take()) {
             return self.broken(why);
         }
@@ -620,6 +633,14 @@ impl Drop for FastcgiBody {
                 self.sock.watched,
                 Instant::now(),
             );
+        }
+        // The buffers go back to the pool, for the next answers (the
+        // request's records, sent from the outbox's, the answer's head).
+        if let Some(keep) = &self.opts.keep {
+            let mut pool = keep.pool.borrow_mut();
+            pool.give_back(self.outbox.take_buf());
+            pool.give_back(std::mem::take(&mut self.head_buf));
+            pool.give_back(std::mem::take(&mut self.pending));
         }
     }
 }

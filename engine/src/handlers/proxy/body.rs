@@ -295,10 +295,18 @@ impl ProxyBody {
         // (Only a request that may go again keeps a copy of its head;
         // the outbox sends the head it is given.)
         let again = opts.turn.as_ref().is_some_and(|t| t.idempotent);
-        let kept_head = match again {
-            true => head.clone(),
-            false => Vec::new(),
+        // (In buffers an answer before gave back to the pool, if any:
+        // see `Drop`.)
+        let spare = || match &opts.keep {
+            Some(keep) => keep.pool.borrow_mut().buffer(),
+            None => Vec::new(),
         };
+        let mut kept_head = Vec::new();
+        if again {
+            kept_head = spare();
+            kept_head.extend_from_slice(&head);
+        }
+        let head_buf = spare();
         let mut outbox = Outbox::starting_with(head);
         let body_open = opts.body != BodyOut::None;
         outbox.body_end = !body_open;
@@ -319,7 +327,7 @@ impl ProxyBody {
             outbox,
             body_open,
             unreachable: None,
-            head_buf: Vec::new(),
+            head_buf,
             started: false,
             hints: 0,
             interim: 0,
@@ -848,7 +856,22 @@ fn reply_head(
             .any(|f| has_token(f.value, name))
     };
     let brisk_server = answer.server == ServerMode::Brisk;
+    // (Sized once, at the first field passed, for all: no more than the
+    // upstream's head and what brisk adds. None when no field passes.)
+    let room = h.head_len
+        + 64
+        + (answer.edits.set.iter())
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum::<usize>();
     let mut headers = Vec::new();
+    let field = |headers: &mut Vec<u8>, parts: &[&[u8]]| {
+        if headers.capacity() == 0 {
+            headers.reserve(room);
+        }
+        for part in parts {
+            headers.extend_from_slice(part);
+        }
+    };
     let mut own = Own {
         server: !brisk_server,
         date: false,
@@ -858,9 +881,7 @@ fn reply_head(
             continue;
         }
         if switch == Switch::Upgrade && is(f.name, "upgrade") {
-            for part in [f.name, b": ", f.value, b"\r\n"] {
-                headers.extend_from_slice(part);
-            }
+            field(&mut headers, &[f.name, b": ", f.value, b"\r\n"]);
             continue;
         }
         if !answer_passes(f.name, answer) || named_by_connection(f.name) {
@@ -871,12 +892,10 @@ fn reply_head(
             .filter(|_| is(f.name, "location"))
             .and_then(|r| relocated(f.value, r));
         let value = moved.as_deref().unwrap_or(f.value);
-        for part in [f.name, b": ", value, b"\r\n"] {
-            headers.extend_from_slice(part);
-        }
+        field(&mut headers, &[f.name, b": ", value, b"\r\n"]);
     }
     if switch == Switch::Upgrade {
-        headers.extend_from_slice(b"Connection: upgrade\r\n");
+        field(&mut headers, &[b"Connection: upgrade\r\n"]);
     }
     // (Not beside a `Via` the rule sets, nor when it removes `Via`: one
     // field, the rule's, as for the request.)
@@ -885,19 +904,22 @@ fn reply_head(
             || answer.edits.remove.iter().any(|n| is(n.as_bytes(), name))
     };
     if answer.via && !ruled("via") {
-        headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
+        field(&mut headers, &[b"Via: 1.1 brisk\r\n"]);
     }
     for (name, value) in &answer.edits.set {
         own.server |= is(name.as_bytes(), "server");
         own.date |= is(name.as_bytes(), "date");
-        for part in [name.as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
-            headers.extend_from_slice(part);
-        }
+        field(
+            &mut headers,
+            &[name.as_bytes(), b": ", value.as_bytes(), b"\r\n"],
+        );
     }
     ReplyHead {
         len: h.head_len,
         status: h.status,
-        reason: (!h.reason.is_empty()).then(|| h.reason.to_vec()),
+        // (Kept only for a status brisk has no phrase for: the others go
+        // with brisk's own, and need no copy.)
+        reason: (!h.reason.is_empty() && !Status(h.status).has_reason()).then(|| h.reason.to_vec()),
         headers,
         content_length: match h.framing {
             ResponseFraming::Length(n) => Some(n),
@@ -975,7 +997,8 @@ impl Produce for ProxyBody {
             // swap would leave it this small one to grow again.)
             buf.clear();
             buf.extend_from_slice(&self.rest);
-            self.rest = Vec::new();
+            // (Its room stays, for the pool: see `Drop`.)
+            self.rest.clear();
             if let Some(gave) = self.body(buf) {
                 return gave;
             }
@@ -1130,6 +1153,16 @@ impl Drop for ProxyBody {
             keep.pool
                 .borrow_mut()
                 .put_watched(keep, sock, link, self.sock.watched, now);
+        }
+        // The buffers go back to the pool, for the next answers (the
+        // request's head, sent from the outbox's, the copy kept to send
+        // it again, the answer's head).
+        if let Some(keep) = &self.opts.keep {
+            let mut pool = keep.pool.borrow_mut();
+            pool.give_back(self.outbox.take_buf());
+            pool.give_back(std::mem::take(&mut self.head));
+            pool.give_back(std::mem::take(&mut self.head_buf));
+            pool.give_back(std::mem::take(&mut self.rest));
         }
     }
 }

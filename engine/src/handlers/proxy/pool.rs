@@ -46,10 +46,23 @@ struct Idle {
 #[derive(Debug, Default)]
 pub struct Pool {
     idle: Vec<Idle>,
+    /// Byte buffers an answer gave back (its request head, the answer's
+    /// head), for the next ones ([`Pool::buffer`]): a warm request makes
+    /// none of its own.
+    spare: Vec<Vec<u8>>,
     /// Bit `t % 64` for each token `t` an idle connection is watched
     /// under: most events are none of theirs, told so at once.
     tokens: u64,
 }
+
+/// Spare buffers kept at most ([`Pool::give_back`]): as many as the
+/// answers under way at once need, as a rule.
+const SPARES: usize = 64;
+
+/// A buffer larger than this is not kept spare (one that held a long
+/// head, or a request body on its way), so the spares hold at most
+/// `SPARES` times this.
+const SPARE_BYTES: usize = 4096;
 
 /// The bit of `token` in [`Pool::tokens`].
 fn bit(token: usize) -> u64 {
@@ -179,6 +192,20 @@ impl Pool {
         self.idle.retain(|c| c.until > now);
         if self.idle.len() != before {
             self.retoken();
+        }
+    }
+
+    /// An empty byte buffer: a spare one given back before, if any.
+    pub fn buffer(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Keeps `buf`, emptied, for [`Pool::buffer`] (unless it has no room
+    /// or too much, or enough are kept).
+    pub fn give_back(&mut self, mut buf: Vec<u8>) {
+        if (1..=SPARE_BYTES).contains(&buf.capacity()) && self.spare.len() < SPARES {
+            buf.clear();
+            self.spare.push(buf);
         }
     }
 
@@ -350,5 +377,29 @@ mod tests {
         pool.borrow_mut()
             .put(&keep(&pool, 0), OwnedFd::from(ours), Link::Plain, now);
         assert!(pool.borrow().is_empty(), "keepalive = 0 keeps none");
+    }
+
+    #[test]
+    fn a_buffer_given_back_is_given_again_empty_unless_too_large() {
+        let mut pool = Pool::default();
+        assert_eq!(pool.buffer().capacity(), 0, "none given back yet");
+        let mut head = Vec::with_capacity(300);
+        head.extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+        let at = head.as_ptr();
+        pool.give_back(head);
+        let again = pool.buffer();
+        assert!(again.is_empty());
+        assert_eq!(again.as_ptr(), at, "the same buffer, not a new one");
+        pool.give_back(Vec::with_capacity(SPARE_BYTES + 1));
+        pool.give_back(Vec::new());
+        assert_eq!(
+            pool.buffer().capacity(),
+            0,
+            "a large one and an empty one are not kept"
+        );
+        for _ in 0..SPARES + 8 {
+            pool.give_back(Vec::with_capacity(16));
+        }
+        assert_eq!(pool.spare.len(), SPARES);
     }
 }

@@ -205,7 +205,7 @@ pub fn stream_head(head: &ReplyHead, to: StreamFor, buf: &mut Vec<u8>, cx: &Answ
     let delimits = framing == Framing::Close && !head_only;
     let keep = keeps_alive(served, wanted, delimits, cx);
     let reason: &[u8] = match &head.reason {
-        Some(r) if status.reason() == "Unknown" => r,
+        Some(r) if !status.has_reason() => r,
         _ => status.reason().as_bytes(),
     };
     Head {

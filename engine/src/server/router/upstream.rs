@@ -163,7 +163,11 @@ impl Router {
         };
         let label = group.borrow().labels[index].clone();
         let held_len = held.as_ref().map(Spool::len);
-        let mut plan = upstream_plan(rule, to, label, &target, routing, &cfg.limits, held_len);
+        // (The head in a buffer an answer before gave back: see
+        // `Pool::buffer`.)
+        let head = self.upstream_pool.borrow_mut().buffer();
+        let limits = &cfg.limits;
+        let mut plan = upstream_plan(rule, to, label, &target, routing, limits, held_len, head);
         plan.held = held;
         plan.opts.keep = (rule.keepalive > 0).then(|| Keep {
             pool: std::rc::Rc::clone(&self.upstream_pool),
@@ -215,7 +219,8 @@ pub(super) fn group(rule: &ProxyRule) -> Shared {
 }
 
 /// What the request `routing` holds is sent to upstream `to` of `rule`
-/// (named `label` in log lines).
+/// (named `label` in log lines), its head written in `head` (empty).
+#[allow(clippy::too_many_arguments)]
 fn upstream_plan(
     rule: &ProxyRule,
     to: &Upstream,
@@ -224,6 +229,7 @@ fn upstream_plan(
     routing: &Routing<'_>,
     limits: &crate::config::Limits,
     held_len: Option<u64>,
+    mut head: Vec<u8>,
 ) -> UpstreamPlan {
     let req: &OwnedRequest = routing.req;
     let body = match (held_len, req.body()) {
@@ -280,7 +286,7 @@ fn upstream_plan(
         .iter()
         .map(|(n, v)| n.len() + v.len() + 4)
         .sum();
-    let mut head = Vec::with_capacity(req.head().len() + host.len() + set + 256);
+    head.reserve(req.head().len() + host.len() + set + 256);
     write_head(&mut head, req, &f);
     UpstreamPlan {
         to: to.clone(),

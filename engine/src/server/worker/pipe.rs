@@ -182,8 +182,7 @@ impl Worker {
             body.stop();
             return Err(full);
         }
-        let run = Run::new(body, r.hold(redirects)).rules_at_head();
-        let mut run = Box::new(run);
+        let mut run = Run::new(body, r.hold(redirects)).rules_at_head();
         // (Its exchange goes in the slot that is vacant now: its pipes'
         // tokens name it.)
         if let Err(e) = self.watch(&mut run, self.exchanges.vacant()) {

@@ -106,6 +106,9 @@ pub(super) struct Pools {
     /// Buffers for HTTP/2 heads.
     #[cfg(feature = "http2")]
     pub(super) h2_scratch: crate::server::h2::Scratch,
+    /// The box of the last HTTP/1.1 produced answer's state, for the
+    /// next ([`Pools::boxed_producing`]).
+    producing: Option<Box<crate::server::h1::sink::Producing>>,
 }
 
 impl Pools {
@@ -121,7 +124,28 @@ impl Pools {
             h2_spares: Vec::new(),
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
+            producing: None,
         }
+    }
+
+    /// `p` in a box: the last one given back, if any.
+    pub(super) fn boxed_producing(
+        &mut self,
+        p: crate::server::h1::sink::Producing,
+    ) -> Box<crate::server::h1::sink::Producing> {
+        match self.producing.take() {
+            Some(mut spare) => {
+                *spare = p;
+                spare
+            }
+            None => Box::new(p),
+        }
+    }
+
+    /// Keeps the box of an HTTP/1.1 produced answer that ended, for the
+    /// next.
+    pub(super) fn take_back_producing(&mut self, p: Box<crate::server::h1::sink::Producing>) {
+        self.producing = Some(p);
     }
 
     /// The buffers for a request (whose first byte arrived `now`, unless

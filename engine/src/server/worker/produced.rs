@@ -95,7 +95,7 @@ impl Worker {
         producer: Box<dyn Produce>,
         redirects: u8,
     ) {
-        let run = Box::new(Run::new(producer, r.hold(redirects)));
+        let run = Run::new(producer, r.hold(redirects));
         self.start_run(c, stream, run, None, false, &r.scratch.path);
     }
 
@@ -108,7 +108,7 @@ impl Worker {
         &mut self,
         c: &mut Conn,
         stream: Option<u32>,
-        run: Box<Run>,
+        run: Run,
         body: Option<BodyDecoder>,
         program: bool,
         path: &[u8],
@@ -118,7 +118,7 @@ impl Worker {
             let ex = self.exchanges.insert(Exchange {
                 conn: c.index,
                 stream: None,
-                task: Task::Run(*run),
+                task: Task::Run(run),
             });
             let p = Producing {
                 ex,
@@ -127,7 +127,8 @@ impl Worker {
                 trailers: Vec::new(),
             };
             if let Some(h1) = c.proto.h1_mut() {
-                h1.produce(&mut c.life, Box::new(p), self.clock.now);
+                let p = self.pools.boxed_producing(p);
+                h1.produce(&mut c.life, p, self.clock.now);
             }
             return;
         };
@@ -362,6 +363,7 @@ impl Worker {
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.life.close();
         }
+        self.pools.take_back_producing(p);
     }
 
     /// The connection goes away under its HTTP/1.1 produced answer: the
@@ -458,7 +460,7 @@ mod h2 {
             &mut self,
             c: &mut Conn,
             id: u32,
-            run: Box<Run>,
+            run: Run,
             program: bool,
             path: &[u8],
         ) {

@@ -192,7 +192,7 @@ impl Worker {
     pub(in crate::server::worker) fn stream_start_run<S: Streamed>(
         &mut self,
         c: &mut Conn,
-        (id, run, program): (u32, Box<Run>, bool),
+        (id, run, program): (u32, Run, bool),
         path: &[u8],
     ) -> Option<Answer<S::Own>> {
         let mut a = Answer::waiting(id, run.request.started);
@@ -203,7 +203,7 @@ impl Worker {
         a.run = Some(self.exchanges.insert(Exchange {
             conn: c.index,
             stream: Some(id),
-            task: Task::Run(*run),
+            task: Task::Run(run),
         }));
         let Some((answers, programs)) = S::answers(&mut c.proto) else {
             return Some(a);
