@@ -1009,6 +1009,34 @@ fn an_answer_the_client_lets_nothing_through_is_reset_at_the_send_timeout() {
     s.wait_stderr_line("let nothing of its answer through for timeouts.send");
 }
 
+/// A stream the client stops reading (its window kept shut) is timed on
+/// its own: it is reset at `timeouts.send` while another answer of the
+/// same connection (a throttled one, for seconds) keeps moving, as over
+/// HTTP/2. It used to be timed only while no other answer moved: reset
+/// only once the throttled one had ended.
+#[test]
+fn a_stalled_stream_is_reset_at_the_send_timeout_while_another_moves() {
+    let mut b = Builder::new();
+    b.file("big.bin", &noise(1 << 20, 7));
+    b.file("v.mp4", &noise(400_000, 8));
+    b.config("[timeouts]\nsend = \"1s\"\n[[throttle]]\npattern = \"*.mp4\"\nrate = \"64KiB/s\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests = json!([
+        {"method": "GET", "path": "/big.bin", "window": 1000},
+        {"method": "GET", "path": "/v.mp4"},
+    ]);
+    let Some(out) = h3_spec(&s, requests, json!({"timeout": 30})) else {
+        return;
+    };
+    let r = &out["responses"];
+    let said = (&r[0]["reset"], &r[1]["length"], &out["finished"]);
+    // H3_REQUEST_CANCELLED, before the throttled answer (6 s) ended.
+    assert_eq!(r[0]["reset"], json!(0x10c), "{said:?}");
+    assert_eq!(r[1]["length"], json!(400_000), "{said:?}");
+    assert_eq!(out["finished"], json!([0, 1]), "{said:?}");
+}
+
 /// A client that grants much credit, asks for a large file and reads
 /// nothing holds little of it in the server: quinn-proto's send window,
 /// not the client's credit, bounds what waits for its acknowledgement
