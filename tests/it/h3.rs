@@ -1009,6 +1009,34 @@ fn an_answer_the_client_lets_nothing_through_is_reset_at_the_send_timeout() {
     s.wait_stderr_line("let nothing of its answer through for timeouts.send");
 }
 
+/// A client that keeps its connection alive (PINGs) but never
+/// acknowledges the answer it was sent is closed at `timeouts.send`
+/// (CONNECTION_CLOSE, H3_NO_ERROR), as a TCP client whose socket takes
+/// nothing is: the answer, all in the stream but unacknowledged, held
+/// the connection and its buffers for as long as the client sent
+/// anything.
+#[test]
+fn a_client_that_never_acknowledges_its_answer_is_closed_at_the_send_timeout() {
+    let mut b = Builder::new();
+    b.file("small.txt", b"hello\n");
+    b.config("[timeouts]\nsend = \"1s\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    let spec = json!({
+        "port": s.addr().port(), "ca": testdata("ca.pem"), "sni": "a.test",
+        "path": "/small.txt", "timeout": 15,
+    });
+    let out = answer("noack.py", &spec);
+    assert_eq!(out["length"], json!(6), "{out}");
+    // H3_NO_ERROR.
+    assert_eq!(out["terminated"][0], json!(0x100), "{out}");
+    s.wait_stderr_line("acknowledged nothing of its answers for timeouts.send");
+}
+
 /// A stream the client stops reading (its window kept shut) is timed on
 /// its own: it is reset at `timeouts.send` while another answer of the
 /// same connection (a throttled one, for seconds) keeps moving, as over

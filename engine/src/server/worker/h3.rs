@@ -570,7 +570,7 @@ impl Worker {
                 Ok(Pushed::Done(finished)) => {
                     let mut a = s.answers.swap_remove(i);
                     if finished {
-                        s.unacked.push(a.id);
+                        s.finished(a.id, now);
                     }
                     // (Its buffer is the next answer's: a warm connection
                     // allocates none per answer.)
@@ -773,6 +773,33 @@ impl Worker {
             any = true;
         }
         any
+    }
+
+    /// Connection `c`, whose client has acknowledged nothing of its
+    /// answers for `timeouts.send` (see `Session::acknowledging`), is
+    /// closed (CONNECTION_CLOSE, H3_NO_ERROR), its answers logged with
+    /// what they sent.
+    pub(super) fn h3_unacknowledged(&mut self, c: &mut Conn) {
+        if self.logger.enabled(Level::Info) {
+            self.logger.log(
+                Level::Info,
+                format_args!(
+                    "client {}: HTTP/3 connection acknowledged nothing of its answers for \
+                     timeouts.send; closed",
+                    c.peer.ip()
+                ),
+            );
+        }
+        let answers = c.h3_mut().map(|s| std::mem::take(&mut s.answers));
+        for a in answers.into_iter().flatten() {
+            self.h3_forget(c, a);
+        }
+        let now = self.clock.now;
+        if let Some(s) = c.h3_mut() {
+            s.unacked.clear();
+            let e = Error::new(Code::NO_ERROR, "nothing acknowledged for timeouts.send");
+            close(s, e, now);
+        }
     }
 
     /// Connection `c` goes (the worker closes it): its answers are
