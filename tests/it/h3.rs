@@ -513,6 +513,27 @@ fn the_server_s_settings_offer_a_qpack_table_and_malformed_requests_are_reset() 
     assert_eq!(out["terminated"], Value::Null);
 }
 
+/// A request whose `:scheme` is neither `http` nor `https` is malformed
+/// (RFC 9114 §4.3.1): its stream is reset (H3_MESSAGE_ERROR), the
+/// others answered. It used to be answered as if it were `https`.
+#[test]
+fn a_request_for_a_scheme_other_than_http_or_https_is_reset() {
+    let s = server(&[("index.html", b"hello\n")]);
+    let raw = |scheme: &str| {
+        json!({"raw": [[":method", "GET"], [":scheme", scheme], [":authority", "a.test"],
+                       [":path", "/"]]})
+    };
+    let requests = json!([raw("ftp"), raw("foo"), raw("http"), raw("https")]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let r = &out["responses"];
+    assert_eq!(r[0]["reset"], json!(H3_MESSAGE_ERROR), "{out}");
+    assert_eq!(r[1]["reset"], json!(H3_MESSAGE_ERROR), "{out}");
+    assert_eq!(text(&r[2]), "hello\n", "{out}");
+    assert_eq!(text(&r[3]), "hello\n", "{out}");
+}
+
 /// A client's QPACK encoder inserts what it sends again into the
 /// dynamic table brisk offers; brisk acknowledges the insertions and the
 /// sections that use them on its decoder stream, so the client's later
