@@ -252,7 +252,12 @@ fn fifty_streams_at_once_and_a_20_mb_file_by_its_checksum() {
         };
         requests.push(json!({"method": "GET", "path": path}));
     }
-    let Some(out) = h3(&s, Value::Array(requests)) else {
+    // (The time goes to the client: aioquic, in Python, takes 1.6 to 1.9
+    // s of CPU to read the 14,800 packets of 20 MB on loopback, where
+    // this debug build of brisk takes 0.36 s (the release build 0.07 s);
+    // on CI's two busy cores that took longer than the client's usual
+    // 20 s.)
+    let Some(out) = h3_spec(&s, Value::Array(requests), json!({"timeout": 90})) else {
         return;
     };
     let r = out["responses"].as_array().expect("responses");
