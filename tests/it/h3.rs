@@ -390,6 +390,27 @@ fn a_post_body_reaches_a_cgi_program_with_or_without_a_length() {
     );
 }
 
+/// A content-length in a request's trailers (RFC 9110 §6.5.1: framing
+/// fields may not be there) is dropped and ignored, as over HTTP/2: the
+/// body is what its DATA frames carried, the request answered.
+#[test]
+fn a_content_length_in_request_trailers_is_ignored() {
+    let s = cgi_server();
+    let requests = json!([
+        {"method": "POST", "path": "/cgi-bin/echo.sh", "text": "short",
+         "trailers": [["content-length", "999"], ["x-sum", "1"]]},
+        {"method": "POST", "path": "/cgi-bin/echo.sh",
+         "headers": [["content-length", "5"]], "text": "short",
+         "trailers": [["content-length", "1"]]},
+    ]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let r = &out["responses"];
+    assert_eq!(text(&r[0]), "POST 5 HTTP/3.0\nshort", "{out}");
+    assert_eq!(text(&r[1]), "POST 5 HTTP/3.0\nshort", "{out}");
+}
+
 #[test]
 fn a_body_nobody_wants_is_read_and_dropped_before_the_client_is_stopped() {
     // As over HTTP/2: a body whose answer does not need it (405 for a

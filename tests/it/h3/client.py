@@ -5,7 +5,8 @@ Reads one JSON document on stdin:
    "requests": [{"method": M, "path": P, "headers": [[k, v], ...],
                  "body": BASE64 or absent, or "text": the body as text,
                  "raw": [[k, v], ...] instead of the four pseudo-headers
-                 and headers, for malformed requests}, ...]}
+                 and headers, for malformed requests,
+                 "trailers": [[k, v], ...] after the body}, ...]}
 sends every request at once (one stream each) on one QUIC connection to
 127.0.0.1:port, and prints one JSON document on stdout:
   {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
@@ -171,8 +172,11 @@ class Client(QuicConnectionProtocol):
         if self.each_window is not None and sid not in self.stalled:
             # (The other streams get aioquic's usual window at once.)
             q._streams[sid].max_stream_data_local = q._configuration.max_stream_data
+        trailers = [(k.encode(), v.encode()) for k, v in req.get("trailers", [])]
         if body is not None:
-            self.h3.send_data(sid, body, end_stream=True)
+            self.h3.send_data(sid, body, end_stream=not trailers)
+        if trailers:
+            self.h3.send_headers(sid, trailers, end_stream=True)
         self.streams[sid] = {
             "headers": [],
             "body": bytearray(),
