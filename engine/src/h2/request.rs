@@ -185,6 +185,9 @@ impl Request {
             {
                 return Some("malformed extended CONNECT");
             }
+            if !web_scheme(self.scheme()) {
+                return Some("a :scheme other than http or https");
+            }
             return None;
         }
         if connect {
@@ -196,6 +199,9 @@ impl Request {
         }
         if self.scheme.is_none() || self.path.is_none() {
             return Some("no :scheme or :path");
+        }
+        if !web_scheme(self.scheme()) {
+            return Some("a :scheme other than http or https");
         }
         None
     }
@@ -239,4 +245,11 @@ impl Request {
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.fields.iter().map(|&(n, v)| (self.get(n), self.get(v)))
     }
+}
+
+/// Whether `scheme` is one brisk serves, `http` or `https` (RFC 3986
+/// §3.1: in any case): a request for any other is malformed (RFC 9113
+/// §8.3.1, RFC 9114 §4.3.1: brisk is no proxy that could serve it).
+fn web_scheme(scheme: &[u8]) -> bool {
+    scheme.eq_ignore_ascii_case(b"http") || scheme.eq_ignore_ascii_case(b"https")
 }

@@ -610,6 +610,18 @@ impl Worker {
                         a.window_since
                             .is_some_and(|at| now.saturating_duration_since(at) >= t.send)
                     };
+                    // One whose client acknowledges nothing of its
+                    // answers for timeouts.send is closed, as a TCP one
+                    // whose socket takes nothing.
+                    if !s.acknowledging(now, t.send) {
+                        let Some(mut conn) = self.conns.take(i) else {
+                            continue;
+                        };
+                        self.h3_unacknowledged(&mut conn);
+                        self.conns.put(i, conn);
+                        self.on_event(i, false);
+                        continue;
+                    }
                     if s.answers.iter().any(stalled) {
                         let Some(mut conn) = self.conns.take(i) else {
                             continue;

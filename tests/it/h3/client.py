@@ -5,7 +5,8 @@ Reads one JSON document on stdin:
    "requests": [{"method": M, "path": P, "headers": [[k, v], ...],
                  "body": BASE64 or absent, or "text": the body as text,
                  "raw": [[k, v], ...] instead of the four pseudo-headers
-                 and headers, for malformed requests}, ...]}
+                 and headers, for malformed requests,
+                 "trailers": [[k, v], ...] after the body}, ...]}
 sends every request at once (one stream each) on one QUIC connection to
 127.0.0.1:port, and prints one JSON document on stdout:
   {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
@@ -33,7 +34,9 @@ handshake is done and then waits for the server to close the connection:
   {"terminated": [CODE, REASON] or null}
 With "stream_window": N, each request stream lets the server send N
 bytes and no more (QUIC's initial stream flow-control limit, never
-raised), and with
+raised); a request's own "window": N does the same for its stream
+alone. The output's "finished" lists the requests' indices in the
+order their answers ended (or were reset). With
 "first_byte": true a request is done at the first byte of its answer
 (or its reset): its response then says "received", the bytes that came.
 With "hold_after": SECONDS, the output is printed (one line) and the
@@ -85,6 +88,9 @@ class Recording:
 
 class Client(QuicConnectionProtocol):
     stream_window = None
+    # The smallest window a request asks for ("window"): QUIC's initial
+    # stream limit, which the other requests' streams raise at once.
+    each_window = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -108,6 +114,19 @@ class Client(QuicConnectionProtocol):
         # counted here as RFC 9000 §10.3.1 has a client recognise them).
         self.resets = 0
         self.first_byte = False
+        self.finished = []
+        # Streams given a window of their own ("window"), never raised.
+        self.stalled = set()
+        q = self._quic
+        raise_all = q._write_stream_limits
+
+        def per_stream(builder, space, stream):
+            if stream.stream_id not in self.stalled:
+                raise_all(builder, space, stream)
+
+        q._write_stream_limits = per_stream
+        if self.each_window is not None:
+            q._local_max_stream_data_bidi_local = self.each_window
         if self.stream_window is not None:
             # The request streams' limit alone (the server's control and
             # QPACK streams get aioquic's), never raised.
@@ -131,6 +150,9 @@ class Client(QuicConnectionProtocol):
 
     def request(self, req):
         sid = self._quic.get_next_available_stream_id()
+        q = self._quic
+        if "window" in req:
+            self.stalled.add(sid)
         if "raw" in req:
             # Exactly these fields, as given (for malformed requests).
             fields = [(k.encode(), v.encode()) for k, v in req["raw"]]
@@ -147,8 +169,14 @@ class Client(QuicConnectionProtocol):
         if "text" in req:
             body = req["text"].encode()
         self.h3.send_headers(sid, fields, end_stream=body is None)
+        if self.each_window is not None and sid not in self.stalled:
+            # (The other streams get aioquic's usual window at once.)
+            q._streams[sid].max_stream_data_local = q._configuration.max_stream_data
+        trailers = [(k.encode(), v.encode()) for k, v in req.get("trailers", [])]
         if body is not None:
-            self.h3.send_data(sid, body, end_stream=True)
+            self.h3.send_data(sid, body, end_stream=not trailers)
+        if trailers:
+            self.h3.send_headers(sid, trailers, end_stream=True)
         self.streams[sid] = {
             "headers": [],
             "body": bytearray(),
@@ -162,6 +190,7 @@ class Client(QuicConnectionProtocol):
 
     def finish(self, sid):
         if not self.done[sid].done():
+            self.finished.append(sid)
             self.done[sid].set_result(None)
 
     def quic_event_received(self, event):
@@ -198,6 +227,8 @@ async def main(spec):
     config.load_verify_locations(spec["ca"])
     config.server_name = spec.get("sni", "a.test")
     Client.stream_window = spec.get("stream_window")
+    windows = [r["window"] for r in spec.get("requests", []) if "window" in r]
+    Client.each_window = min(windows) if windows else None
     async with connect(
         "127.0.0.1", spec["port"], configuration=config, create_protocol=Client
     ) as client:
@@ -269,6 +300,7 @@ async def main(spec):
             if client.terminated is not None:
                 break
             await asyncio.sleep(0.01)
+        out["finished"] = [sids.index(s) for s in client.finished if s in sids]
         out["terminated"] = client.terminated
         out["control"] = client.control.hex()
         if "hold_after" in spec:

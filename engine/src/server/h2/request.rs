@@ -223,6 +223,26 @@ mod tests {
     };
 
     #[test]
+    fn a_scheme_other_than_http_or_https_is_malformed() {
+        for (scheme, malformed) in [
+            ("https", None),
+            ("http", None),
+            ("HTTPS", None),
+            ("ftp", Some("a :scheme other than http or https")),
+            ("", Some("a :scheme other than http or https")),
+            ("https2", Some("a :scheme other than http or https")),
+        ] {
+            let fields = [
+                (":method", "GET"),
+                (":scheme", scheme),
+                (":path", "/"),
+                (":authority", "a.test"),
+            ];
+            assert_eq!(decoded(&fields).1, malformed, "{scheme:?}");
+        }
+    }
+
+    #[test]
     fn an_http2_request_becomes_an_owned_request() {
         let r = h2_request(&[
             (":method", "POST"),

@@ -52,6 +52,12 @@ pub struct Session {
     /// it): until then the connection is not done with them, and a close
     /// would throw their last bytes away.
     pub unacked: Vec<u32>,
+    /// How many ACK frames the client had sent when last looked at
+    /// ([`Session::acknowledging`]).
+    pub acks: u64,
+    /// Since when it has sent no ACK frame while `unacked` waited (see
+    /// [`Session::acknowledging`]).
+    pub acked_at: Instant,
     /// Its control stream (for GOAWAY), once open.
     pub control: Option<StreamId>,
     /// Its QPACK decoder stream, once it had something to say.
@@ -126,6 +132,8 @@ impl Session {
             deadline: None,
             answers: Vec::new(),
             unacked: Vec::new(),
+            acks: 0,
+            acked_at: now,
             control: None,
             decoder: None,
             next_request: 0,
@@ -292,6 +300,35 @@ impl Session {
             (false, false) => (opened.max(self.last_read), body),
         };
         now.saturating_duration_since(since) >= limit
+    }
+
+    /// Whether its client still acknowledges what it was sent at `now`:
+    /// false once answers all in their streams have waited `send`
+    /// (`timeouts.send`) with no ACK frame from it, whatever else it
+    /// sent meanwhile (PINGs, new requests): as a TCP client whose socket
+    /// takes nothing for `timeouts.send`, it is closed then. (quinn-proto
+    /// retransmits them for as long as any packet of the client's puts
+    /// off QUIC's idle timeout, holding its buffers.)
+    pub fn acknowledging(&mut self, now: Instant, send: Duration) -> bool {
+        if self.unacked.is_empty() {
+            return true;
+        }
+        let acks = self.quic.stats().frame_rx.acks;
+        if acks != self.acks {
+            self.acks = acks;
+            self.acked_at = now;
+        }
+        now.saturating_duration_since(self.acked_at) < send
+    }
+
+    /// Answer `id` went whole into its stream: the connection holds it
+    /// until the client acknowledges it all (or stops it).
+    pub fn finished(&mut self, id: u32, now: Instant) {
+        if self.unacked.is_empty() {
+            // (Its clock starts now, not at the client's last ACK.)
+            self.acked_at = now;
+        }
+        self.unacked.push(id);
     }
 
     /// Stream `id` is done with: acknowledged whole, or stopped.

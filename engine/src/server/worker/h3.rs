@@ -47,8 +47,9 @@ enum Then {
 
 /// Where an answer is after its stream took what it could.
 enum Pushed {
-    /// The stream takes no more now (or the producer has not more yet).
-    Blocked,
+    /// The stream takes no more now (`true`: it refused a write), or the
+    /// producer has no more yet (`false`).
+    Blocked(bool),
     /// Its `[[throttle]]` rates let it go on at this time.
     Wait(Instant),
     /// All of it went into the stream, which is finished (`true`: its
@@ -528,6 +529,18 @@ impl Worker {
         let (mut i, now) = (0, self.clock.now);
         let mut wake: Option<Instant> = None;
         let mut moved = false;
+        // Streams that refused a write in this pass, and whether a write
+        // to another stream went through after it (then theirs was
+        // refused for their own window, not the connection's: the
+        // connection's room only shrinks within a pass).
+        let mut refused: Vec<(u32, bool)> = Vec::new();
+        // (Each pass begins one answer further on: each has its turn to
+        // take the connection's room first, so one waiting only for the
+        // connection's room is not passed over for long, and one whose
+        // own window is shut is found so whatever its place.)
+        if let Some(s) = c.h3_mut().filter(|s| s.answers.len() > 1) {
+            s.answers.rotate_left(1);
+        }
         loop {
             let Some(s) = c.h3_mut() else { return };
             let Some(a) = s.answers.get_mut(i) else { break };
@@ -535,8 +548,20 @@ impl Worker {
                 i += 1;
                 continue;
             }
-            match push(&mut s.quic, a, now, &mut moved) {
-                Ok(Pushed::Blocked) => i += 1,
+            let mut wrote = false;
+            let pushed = push(&mut s.quic, a, now, &mut wrote);
+            if wrote {
+                moved = true;
+                for r in &mut refused {
+                    r.1 = true;
+                }
+            }
+            match pushed {
+                Ok(Pushed::Blocked(true)) => {
+                    refused.push((a.id, false));
+                    i += 1;
+                }
+                Ok(Pushed::Blocked(false)) => i += 1,
                 Ok(Pushed::Wait(when)) => {
                     // (Throttled: the others are not held up.)
                     wake = Some(wake.map_or(when, |w| w.min(when)));
@@ -545,7 +570,7 @@ impl Worker {
                 Ok(Pushed::Done(finished)) => {
                     let mut a = s.answers.swap_remove(i);
                     if finished {
-                        s.unacked.push(a.id);
+                        s.finished(a.id, now);
                     }
                     // (Its buffer is the next answer's: a warm connection
                     // allocates none per answer.)
@@ -578,14 +603,19 @@ impl Worker {
                 }
             }
         }
-        if moved {
-            // (quinn-proto does not say whether a stream waits for its own
-            // window or for the connection's room: while some answer
-            // moves, none is timed, as HTTP/2 times one that waits for
-            // the connection's window only when no other answer got any.)
-            if let Some(s) = c.h3_mut() {
-                for a in &mut s.answers {
-                    a.window_since = None;
+        // An answer whose stream refused its bytes is timed (its
+        // `window_since`, see `Worker::h3_send_timeouts`) if the stream's
+        // own window held it (another stream took bytes after it), or if
+        // no answer moved at all (the client acknowledges nothing, or
+        // keeps the connection's window shut); one that may only have
+        // waited for the connection's room while others took it is left
+        // as it was, as HTTP/2 times one that waits for the connection's
+        // window only when no other answer got any. (quinn-proto does not
+        // say which window held a stream.)
+        if let Some(s) = c.h3_mut() {
+            for (id, own) in refused {
+                if let Some(a) = s.answer(id).filter(|_| own || !moved) {
+                    a.window_since.get_or_insert(now);
                 }
             }
         }
@@ -745,6 +775,33 @@ impl Worker {
         any
     }
 
+    /// Connection `c`, whose client has acknowledged nothing of its
+    /// answers for `timeouts.send` (see `Session::acknowledging`), is
+    /// closed (CONNECTION_CLOSE, H3_NO_ERROR), its answers logged with
+    /// what they sent.
+    pub(super) fn h3_unacknowledged(&mut self, c: &mut Conn) {
+        if self.logger.enabled(Level::Info) {
+            self.logger.log(
+                Level::Info,
+                format_args!(
+                    "client {}: HTTP/3 connection acknowledged nothing of its answers for \
+                     timeouts.send; closed",
+                    c.peer.ip()
+                ),
+            );
+        }
+        let answers = c.h3_mut().map(|s| std::mem::take(&mut s.answers));
+        for a in answers.into_iter().flatten() {
+            self.h3_forget(c, a);
+        }
+        let now = self.clock.now;
+        if let Some(s) = c.h3_mut() {
+            s.unacked.clear();
+            let e = Error::new(Code::NO_ERROR, "nothing acknowledged for timeouts.send");
+            close(s, e, now);
+        }
+    }
+
     /// Connection `c` goes (the worker closes it): its answers are
     /// logged with what they sent, and a connection not closed yet is
     /// closed (CONNECTION_CLOSE, H3_NO_ERROR: the server is going).
@@ -782,6 +839,8 @@ fn push(
     now: Instant,
     moved: &mut bool,
 ) -> io::Result<Pushed> {
+    // (`timeouts.send` runs while the stream takes none of it: see
+    // `Worker::h3_send`.)
     let id = stream(a.id);
     loop {
         if a.own.at == a.own.bytes.len() {
@@ -799,22 +858,17 @@ fn push(
             false => None,
         };
         if a.own.at < a.own.bytes.len() {
-            // (`timeouts.send` runs while the stream takes none of it:
-            // see `Worker::h3_send_timeouts`.)
             match quic.send_stream(id).write(&a.own.bytes[a.own.at..]) {
                 Ok(n) if n > 0 => {
                     a.own.at += n;
                     a.window_since = None;
                     *moved = true;
                 }
-                Ok(_) | Err(WriteError::Blocked) => {
-                    a.window_since.get_or_insert(now);
-                    return Ok(Pushed::Blocked);
-                }
+                Ok(_) | Err(WriteError::Blocked) => return Ok(Pushed::Blocked(true)),
                 Err(_) => return Ok(Pushed::Gone),
             }
             if a.own.at < a.own.bytes.len() {
-                return Ok(Pushed::Blocked);
+                return Ok(Pushed::Blocked(false));
             }
             continue;
         }
@@ -822,7 +876,7 @@ fn push(
             return Ok(Pushed::Wait(when));
         }
         if a.open {
-            return Ok(Pushed::Blocked);
+            return Ok(Pushed::Blocked(false));
         }
         if a.broken {
             let _ = quic
