@@ -241,6 +241,9 @@ pub struct Conn {
     crossings: u32,
     recv_window: i64,
     recv_unacked: u32,
+    /// Connection credit given back early, to keep back from the next
+    /// given back (see [`Conn::owe`]).
+    owed: u32,
     send_window: i64,
     /// The header block being gathered, and its bytes.
     block: Option<Block>,
@@ -310,6 +313,7 @@ impl Conn {
             crossings: 0,
             recv_window: 65_535 + opening as i64,
             recv_unacked: 0,
+            owed: 0,
             send_window: 65_535,
             block: None,
             block_buf: Vec::new(),

@@ -85,10 +85,17 @@ pub struct AuthWait {
     /// It waits for its turn, not for a check: made `ready` when one of
     /// its connection's upstream requests ends.
     pub turn: bool,
-    /// HTTP/2: its body so far, held (its window credit with it) until
-    /// the request is routed again. HTTP/1.1 reads no body meanwhile,
-    /// so this stays empty.
+    /// HTTP/2: its body so far, held until the request is routed again,
+    /// its stream's window credit with it (so that the stream's window
+    /// bounds it). HTTP/1.1 reads no body meanwhile, so this stays empty.
     pub body: Vec<u8>,
+    /// HTTP/2: how much of `body` (from its start) had its connection
+    /// window credit given back: all of it for a request waiting for its
+    /// turn (the requests under way share that window and must not wait
+    /// on this one), none for a password check's (the connection's
+    /// window bounds those). Owed once the request is routed again and
+    /// its body given where it goes (`h2::Conn::owe`).
+    pub paid: usize,
     /// HTTP/2: the body is all in.
     pub body_done: bool,
 }
@@ -101,6 +108,7 @@ impl AuthWait {
             ready: false,
             turn,
             body: Vec::new(),
+            paid: 0,
             body_done: false,
         }
     }

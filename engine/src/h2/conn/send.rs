@@ -38,7 +38,16 @@ impl Conn {
         }
     }
 
-    pub(super) fn release_conn(&mut self, n: u32) {
+    /// `n` body bytes' credit goes back to the connection's window only
+    /// (their stream's stays held: see [`Conn::release_stream`]); what
+    /// is owed ([`Conn::owe`]) is paid first.
+    pub fn release_conn(&mut self, n: u32) {
+        let paid = n.min(self.owed);
+        self.owed -= paid;
+        let n = n - paid;
+        if n == 0 {
+            return;
+        }
         self.recv_window += n as i64;
         self.recv_unacked += n;
         let half = self.limits.connection_window / 2;
@@ -48,12 +57,27 @@ impl Conn {
         }
     }
 
+    /// `n` body bytes whose connection credit went back before they were
+    /// used (a body held while its request waited for its turn) are
+    /// given again to be used, and their use will give it back once more:
+    /// that much of the next credit given back is kept instead.
+    pub fn owe(&mut self, n: usize) {
+        self.owed = self.owed.saturating_add(n as u32);
+    }
+
     /// `n` body bytes of stream `id` were used: their credit goes back
     /// to the client, in WINDOW_UPDATEs of at least half a window, so a
     /// large upload is not throttled to one window per round trip.
     pub fn release(&mut self, id: u32, n: usize) {
+        self.release_conn(n as u32);
+        self.release_stream(id, n);
+    }
+
+    /// `n` body bytes of stream `id`, whose connection credit went back
+    /// before (a request held for its turn: see
+    /// `Worker::wait_turn`), were used: their stream's credit goes back.
+    pub fn release_stream(&mut self, id: u32, n: usize) {
         let n = n as u32;
-        self.release_conn(n);
         let half = self.limits.stream_window / 2;
         let Some(s) = self.streams.iter_mut().find(|s| s.id == id) else {
             return;

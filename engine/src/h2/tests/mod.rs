@@ -303,8 +303,9 @@ fn a_frame_inside_a_header_block_is_a_connection_error() {
     assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
 }
 
-#[test]
-fn request_windows_are_enforced_and_given_back() {
+/// A connection whose windows are 65,535 bytes (stream and connection),
+/// stream 1 of which sent 48,000 body bytes, none of them used yet.
+fn uploading_48_000() -> Script {
     let limits = Limits {
         stream_window: 65_535,
         connection_window: 65_535,
@@ -317,6 +318,44 @@ fn request_windows_are_enforced_and_given_back() {
         data(&mut input, 1, &[b'a'; 16_000], 0);
     }
     s.feed(&input);
+    s
+}
+
+#[test]
+fn credit_given_back_early_is_owed_and_kept_back_once() {
+    // A body held while its request waits for its turn has its
+    // connection credit back at once, its stream's held; given to its
+    // program later, its use gives credit back again: that much is kept
+    // back, once, so the connection's window stays what it is.
+    let mut s = uploading_48_000();
+    s.conn.release_conn(48_000);
+    let updates = |sent: Vec<_>| -> Vec<(u32, u32)> {
+        let sent: Vec<Sent> = sent;
+        (sent.iter())
+            .filter(|f| f.kind == kind::WINDOW_UPDATE)
+            .map(|f| (f.stream, f.code()))
+            .collect()
+    };
+    assert_eq!(updates(s.take()), [(0, 48_000)], "the connection's only");
+    s.conn.owe(48_000);
+    s.conn.release(1, 48_000);
+    assert_eq!(updates(s.take()), [(1, 48_000)], "the stream's only: owed");
+    let mut input = Vec::new();
+    for _ in 0..4 {
+        data(&mut input, 1, &[b'a'; 10_000], 0);
+    }
+    assert!(!s.feed(&input), "within both windows");
+    s.conn.release(1, 40_000);
+    assert_eq!(
+        updates(s.take()),
+        [(0, 40_000), (1, 40_000)],
+        "paid: both again"
+    );
+}
+
+#[test]
+fn request_windows_are_enforced_and_given_back() {
+    let mut s = uploading_48_000();
     assert_eq!(s.events.len(), 4);
     assert!(
         s.take().is_empty(),

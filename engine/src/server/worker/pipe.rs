@@ -32,11 +32,11 @@ use crate::server::waits::Held;
 /// Most programs (CGI) and upstream requests (the reverse proxy,
 /// FastCGI) answering one HTTP/2 connection's streams at once: each holds
 /// a process or an upstream connection. A request beyond them for a
-/// program or an upstream that has a body is refused before anything
-/// starts for it (RST_STREAM REFUSED_STREAM; HTTP/3: a reset with
-/// H3_REQUEST_REJECTED: see [`Worker::refuse_stream`]); one without
-/// waits for its turn (`Worker::wait_turn`), as an HTTP/1.1 client's
-/// next request waits for the one before.
+/// program or an upstream waits for its turn (`Worker::wait_turn`), as
+/// an HTTP/1.1 client's next request waits for the one before, over
+/// HTTP/2 with its body held (`Worker::h2_data`); over HTTP/3 one with
+/// a body is rejected before anything starts for it
+/// (H3_REQUEST_REJECTED: see [`Worker::refuse_stream`]).
 pub(super) const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;

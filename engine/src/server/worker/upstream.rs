@@ -30,10 +30,10 @@ impl Worker {
     /// Whether request `r` of HTTP/2 or HTTP/3 stream `stream` of `c`
     /// waits for its turn ([`Worker::wait_turn`]): the connection has no room for one
     /// more upstream request now (see `pipe::H2_PIPES`), and the request
-    /// has no body. (One with a body is refused, [`Worker::refuses`]:
-    /// bodies held back with their window credit, the connection's
-    /// window shared by all its streams, would stall the requests under
-    /// way that wait for theirs.)
+    /// has no body or comes over HTTP/2 (its body held within its
+    /// stream's window, the connection's credit given back:
+    /// `Worker::h2_data`). (Over HTTP/3 one with a body is rejected,
+    /// [`Worker::refuses`].)
     fn waits_turn(
         &mut self,
         c: &mut Conn,
@@ -43,7 +43,9 @@ impl Worker {
     ) -> bool {
         #[cfg(feature = "http2")]
         {
-            let bodiless = r.req.bodiless();
+            // (Over HTTP/2 one with a body waits too, its body held within
+            // its stream's window: `Worker::h2_data_paid`.)
+            let bodiless = r.req.bodiless() || c.speaks_h2();
             // (Over HTTP/3 too: a page's many API calls through the proxy
             // were answered 503 past the limit, where HTTP/2 queued them.
             // One with a body is rejected there, as HTTP/2 refuses it:
@@ -61,8 +63,8 @@ impl Worker {
     /// Whether HTTP/2 or HTTP/3 stream `stream` of `c` is refused
     /// (RST_STREAM REFUSED_STREAM; HTTP/3: H3_REQUEST_REJECTED;
     /// [`Worker::refuse_stream`]) because the connection
-    /// has no room for one more upstream request ([`Worker::waits_turn`]
-    /// says why one with a body does not wait): nothing was sent
+    /// has no room for one more upstream request (over HTTP/3, one with
+    /// a body: [`Worker::waits_turn`]): nothing was sent
     /// anywhere, so the client may send it again (RFC 9113 §8.7;
     /// browsers and curl do), where a 503 would be an answer to show.
     /// (A CGI program is refused so too, before it starts: see

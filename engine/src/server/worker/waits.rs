@@ -125,12 +125,15 @@ impl Worker {
     /// Holds request `r` of HTTP/2 or HTTP/3 stream `stream` of `c`
     /// (which `redirects` local redirects led to), bound upstream or for
     /// a CGI program, until its turn: its connection has no room for one
-    /// more upstream request or program now (it has no body: see
-    /// `Worker::waits_turn`, `Worker::refuse_program`). Once one of them
-    /// ends, it is routed again ([`Worker::take_checked`]), as after a
-    /// password check. How many wait is bounded by the connection's
-    /// streams (`http2.max_concurrent_streams`; HTTP/3: its streams'
-    /// limit): each holds one open stream's request, head only.
+    /// more upstream request or program now (see `Worker::waits_turn`,
+    /// `Worker::refuse_program`). Once one of them ends, it is routed
+    /// again ([`Worker::take_checked`]), as after a password check. How
+    /// many wait is bounded by the connection's streams
+    /// (`http2.max_concurrent_streams`; HTTP/3: its streams' limit):
+    /// each holds one open stream's request head, and over HTTP/2 what
+    /// came of its body, within its stream's window (the bodies held so
+    /// on a connection within `http2.connection_window`:
+    /// `Worker::h2_data`).
     #[cfg(feature = "http2")]
     pub(super) fn wait_turn(&mut self, c: &mut Conn, r: &mut Request, stream: u32, redirects: u8) {
         let wait = Wait::Check(AuthWait::new(r.hold(redirects), true));
@@ -346,6 +349,11 @@ impl Worker {
                 self.h2_body_unless_read(c, id, no_body, r.req.body());
             }
             self.pools.take_back_request(r);
+            // (What had its connection credit back already is owed: the
+            // credit its use gives back pays for it. See `AuthWait::paid`.)
+            if let Some(s) = c.proto.h2_mut() {
+                s.conn.owe(w.paid);
+            }
             if !w.body.is_empty() || w.body_done {
                 self.h2_data(c, id, &w.body, w.body_done, None);
             }
@@ -487,11 +495,12 @@ impl Worker {
     /// The CGI request `r` (which `redirects` local redirects led to)
     /// on `stream` of `c` was refused before its program started: the
     /// connection runs as many as it may (`pipe::H2_PIPES`). Over HTTP/2
-    /// or HTTP/3 one without a body waits for its turn, as an upstream
-    /// request does ([`Worker::wait_turn`]: Chromium sends a refused or
-    /// rejected request again at once, and fails it when that is refused
-    /// too); one with a body has its stream refused (HTTP/2) or rejected
-    /// (HTTP/3), its body not held. Nothing is to be answered then
+    /// it waits for its turn, as an upstream request does
+    /// ([`Worker::wait_turn`]: Chromium sends a refused or rejected
+    /// request again at once, and fails it when that is refused too),
+    /// its body held (`Worker::h2_data`); over HTTP/3 one without a body
+    /// waits so, one with a body is rejected, its body not held (QUIC's
+    /// credit goes back as its bytes are read). Nothing is to be answered then
     /// (`None`); else (HTTP/1.1) the 503 to answer (see
     /// [`Worker::refuse_stream`]).
     fn refuse_program(
@@ -502,7 +511,7 @@ impl Worker {
         redirects: u8,
     ) -> Option<Plan> {
         #[cfg(feature = "http2")]
-        if let Some(id) = stream.filter(|_| r.req.bodiless()) {
+        if let Some(id) = stream.filter(|_| r.req.bodiless() || c.speaks_h2()) {
             self.wait_turn(c, r, id, redirects);
             return None;
         }
@@ -540,7 +549,8 @@ impl Worker {
             Wait::Check(w) => {
                 #[cfg(feature = "http2")]
                 if let (Some(id), Some(s)) = (stream, c.proto.h2_mut()) {
-                    s.conn.release(id, w.body.len());
+                    s.conn.release_conn((w.body.len() - w.paid) as u32);
+                    s.conn.release_stream(id, w.body.len());
                 }
                 let _ = (c, stream);
                 w.held

@@ -54,27 +54,37 @@ impl Worker {
             }
         }
         let ex = c.wait_id(Some(id));
-        let checking = matches!(
-            ex.and_then(|ex| self.exchanges.wait(ex)),
-            Some(Wait::Check(_))
-        );
+        let turn = match ex.and_then(|ex| self.exchanges.wait(ex)) {
+            Some(Wait::Check(w)) => Some(w.turn),
+            _ => None,
+        };
         // While its password is checked the body waits, its credit held
-        // back, so that the stream's window bounds it. Any other body's
+        // back, so that the stream's and the connection's windows bound
+        // it. While it waits for its turn, the connection's credit goes
+        // back (the requests under way, whose ends it waits for, may need
+        // it for their bodies) and the stream's is held. Any other body's
         // credit goes back now (one nobody waits for is dropped).
         // (HTTP/3's credit goes back as its bytes are read.)
         let h3 = c.speaks_h3();
-        match c.proto.h2_mut() {
-            Some(s) if !checking => s.conn.release(id, data.len()),
-            Some(_) => {}
-            None if h3 => {}
-            None => return,
+        match (c.proto.h2_mut(), turn) {
+            (Some(s), None) => s.conn.release(id, data.len()),
+            (Some(s), Some(true)) => s.conn.release_conn(data.len() as u32),
+            (Some(_), Some(false)) => {}
+            (None, _) if h3 => {}
+            (None, _) => return,
         }
         let Some(w) = ex.and_then(|ex| self.exchanges.wait_mut(ex)) else {
             return;
         };
         w.push(data, &self.settings.cfg.temp_dir);
         if let Wait::Check(w) = w {
+            if w.turn && !h3 {
+                w.paid += data.len();
+            }
             w.body_done |= end_stream;
+            if w.turn && !h3 && !data.is_empty() {
+                self.h2_bound_turn_bodies(c, id);
+            }
             return;
         }
         let framing = w.held().req.body();
@@ -89,6 +99,32 @@ impl Worker {
                 self.body_in(c, Some(id), w);
             }
         }
+    }
+
+    /// The bodies held by `c`'s requests waiting for their turn (their
+    /// connection credit given back: see [`Worker::h2_data_paid`]) may
+    /// not outgrow the connection's window (`http2.connection_window`),
+    /// which would bound them if it were held: past it, stream `id`, whose
+    /// bytes just came, is refused (REFUSED_STREAM: nothing of it ran,
+    /// RFC 9113 §8.7) and its body let go of.
+    fn h2_bound_turn_bodies(&mut self, c: &mut Conn, id: u32) {
+        let Some(s) = c.proto.h2() else { return };
+        let held: usize = (s.answers.iter())
+            .filter_map(|a| a.wait.and_then(|ex| self.exchanges.wait(ex)))
+            .map(|w| match w {
+                Wait::Check(w) if w.turn => w.body.len(),
+                _ => 0,
+            })
+            .sum();
+        if held <= self.settings.cfg.http2.connection_window as usize {
+            return;
+        }
+        let label = match c.wait_id(Some(id)).and_then(|ex| self.exchanges.wait(ex)) {
+            Some(w) => String::from_utf8_lossy(w.held().req.target()).into_owned(),
+            None => return,
+        };
+        let why = format!("{label} (its body waiting for its turn past http2.connection_window)");
+        self.refuse_stream(c, id, super::super::pipe::NoRoom::Programs(&why));
     }
 
     /// The rest of stream `id`'s request body (`framing`: its request's)
