@@ -225,6 +225,52 @@ fn two_clients_locking_one_file() {
 }
 
 #[test]
+fn a_lock_taken_while_a_put_uploads_stops_its_end() {
+    // A PUT under way when another client locks its file (or, for a new
+    // file, its collection) was put in place all the same: the lock's
+    // holder found the file replaced under its lock. Its end is now 423,
+    // its body dropped; the file stays as it was locked.
+    let (s, dav) = start(2, "", &[("f.txt", b"hello")]);
+    for (path, lock_path, before) in [
+        ("/dav/f.txt", "/dav/f.txt", Some(&b"hello"[..])),
+        ("/dav/new.txt", "/dav/", None),
+    ] {
+        let mut c = s.connect();
+        c.send(
+            format!(
+                "PUT {path} HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n\
+                 Content-Length: 10\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        assert_eq!(c.response().status, 100, "{path}: routed, no lock then");
+        c.send(b"01234");
+        let t = lock(&s, lock_path, "exclusive", "0", "Second-60");
+        c.send(b"56789");
+        let r = c.response();
+        assert_eq!(r.status, 423, "{path}: {}", r.head);
+        let name = path.strip_prefix("/dav/").unwrap();
+        assert_eq!(fs::read(dav.join(name)).ok().as_deref(), before, "{path}");
+        // Its holder's PUT goes in (the collection's token tagged with it).
+        let tag = match lock_path == path {
+            true => String::new(),
+            false => format!("<http://localhost{lock_path}> "),
+        };
+        let r = send(&s, "PUT", path, &format!("If: {tag}(<{t}>)\r\n"), b"mine");
+        assert!(matches!(r.status, 201 | 204), "{path}: {}", r.head);
+        assert_eq!(fs::read(dav.join(name)).unwrap(), b"mine");
+        let r = send(
+            &s,
+            "UNLOCK",
+            lock_path,
+            &format!("Lock-Token: <{t}>\r\n"),
+            b"",
+        );
+        assert_eq!(r.status, 204);
+    }
+}
+
+#[test]
 fn shared_locks_and_collections() {
     let (s, dav) = start(1, "", &[("c/m.txt", b"m"), ("d/n.txt", b"n")]);
     // Two shared locks on one file: either token is enough.

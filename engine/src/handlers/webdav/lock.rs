@@ -131,15 +131,7 @@ pub fn guard(
         let tokens = ifheader::submitted(&lists);
         let user = req.user();
         for c in changes {
-            // (Of several shared locks on one resource, one token is
-            // enough; a token serves only its lock's creator, §6.4.)
-            let mut over = table.guarding(c.path, c.deep);
-            let unheld = over.find(|l| {
-                !table.guarding(c.path, c.deep).any(|m| {
-                    m.root == l.root && tokens.contains(&&m.token[..]) && m.usable_by(user)
-                })
-            });
-            if let Some(l) = unheld {
+            if let Some(l) = unheld(table, c, &tokens, user) {
                 return Err(condition(s, LOCKED, "lock-token-submitted", Some(&l.href)));
             }
         }
@@ -148,6 +140,74 @@ pub fn guard(
     match dav.rule.locks {
         true => locks::with(&dav.rule.root, check),
         false => check(&mut Locks::default()),
+    }
+}
+
+/// A lock over change `c` that none of `tokens` holds for `user`. (Of
+/// several shared locks on one resource, one token is enough; a token
+/// serves only its lock's creator, §6.4.)
+fn unheld<'a>(
+    table: &'a Locks,
+    c: &Changed<'a>,
+    tokens: &[&[u8]],
+    user: Option<&[u8]>,
+) -> Option<&'a Lock> {
+    let mut over = table.guarding(c.path, c.deep);
+    over.find(|l| {
+        !table
+            .guarding(c.path, c.deep)
+            .any(|m| m.root == l.root && tokens.contains(&&m.token[..]) && m.usable_by(user))
+    })
+}
+
+/// What a PUT's end checks again (see `Put::finish`): whether a lock
+/// was taken on its resource while its body came, which the request
+/// holds no token of (its `If` header's, for its user).
+#[derive(Debug)]
+pub struct Recheck {
+    root: std::path::PathBuf,
+    path: Vec<u8>,
+    tokens: Vec<Vec<u8>>,
+    user: Option<Vec<u8>>,
+}
+
+impl Recheck {
+    /// For request `req` of resource `rel` (`None` with locks off).
+    pub fn of(dav: &Dav, req: &OwnedRequest, rel: &[u8]) -> Option<Recheck> {
+        if !dav.rule.locks {
+            return None;
+        }
+        let lists = req
+            .header("If")
+            .and_then(ifheader::parse)
+            .unwrap_or_default();
+        Some(Recheck {
+            root: dav.rule.root.clone(),
+            path: trim(rel).to_vec(),
+            tokens: (ifheader::submitted(&lists).iter())
+                .map(|t| t.to_vec())
+                .collect(),
+            user: req.user().map(<[u8]>::to_vec),
+        })
+    }
+
+    /// Whether a lock is over the resource now (or, when the PUT makes
+    /// it, `new`, over its collection, whose members it changes: §7.5)
+    /// that the request holds no token of.
+    pub fn locked(&self, new: bool) -> bool {
+        let tokens: Vec<&[u8]> = self.tokens.iter().map(Vec::as_slice).collect();
+        let user = self.user.as_deref();
+        let here = Changed {
+            path: &self.path,
+            deep: false,
+        };
+        let collection = container(&self.path)
+            .filter(|_| new)
+            .map(|path| Changed { path, deep: false });
+        locks::with(&self.root, |t| {
+            (std::iter::once(here).chain(collection))
+                .any(|c| unheld(t, &c, &tokens, user).is_some())
+        })
     }
 }
 

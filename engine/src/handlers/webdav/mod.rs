@@ -44,7 +44,9 @@ pub mod xml;
 pub use crate::http::path::destination;
 pub use copymove::{transfer, Transfer};
 pub use listings::changed;
-pub use lock::{container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed};
+pub use lock::{
+    container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed, Recheck, LOCKED,
+};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
 pub use props::{follow as follow_props, mark_collection, ops as proppatch_ops, proppatch};
 
@@ -332,6 +334,8 @@ fn fails(pre: &Preconditions, meta: Option<Meta>, method: Method) -> bool {
 /// What [`Put::finish`] fails with when the conditions fail as it ends
 /// (412).
 const FAILED: &str = "the PUT's preconditions failed as it ended";
+/// Why a PUT's end is 423 (see [`Put::recheck_locks`]).
+const LOCKED_NOW: &str = "the PUT's resource was locked as it ended";
 
 /// A PUT's `If-Match`, `If-None-Match` and `If-Unmodified-Since`, kept
 /// to be judged again when its file takes its name: its body may take
@@ -507,6 +511,7 @@ pub fn put(
             range,
             conditions,
             claim: None,
+            recheck: None,
             body: Some(Spool::into_file(file)),
         })),
         Err(e) => answer(status_of(&e)),
@@ -535,6 +540,9 @@ pub struct Put {
     conditions: Option<Conditions>,
     /// Its name, claimed on the event loop before it ends there.
     claim: Option<Claim>,
+    /// With locks on: a lock taken while its body came is checked for
+    /// as it ends (see [`Put::recheck_locks`]).
+    recheck: Option<Recheck>,
     body: Option<Spool>,
 }
 
@@ -542,6 +550,14 @@ impl Put {
     /// The largest body it takes (`max_upload`, else `limits.max_body`).
     pub fn max(&self) -> u64 {
         self.max
+    }
+
+    /// A lock taken on its resource (or, for a new one, its collection)
+    /// while its body came, which `r` holds no token of, makes its end
+    /// 423, the body dropped: the lock's holder finds the resource as it
+    /// locked it (the check at its start saw no lock).
+    pub fn recheck_locks(&mut self, r: Option<Recheck>) {
+        self.recheck = r;
     }
 
     /// The spool the engine writes the body into.
@@ -592,6 +608,9 @@ impl Put {
             Ok(m) if m.kind == Kind::Dir => return Err(io::Error::from_raw_os_error(libc::EISDIR)),
             Ok(m) => (self.existed, self.replaces_file) = (true, m.kind == Kind::File),
             Err(_) => (self.existed, self.replaces_file) = (false, false),
+        }
+        if (self.recheck.as_ref()).is_some_and(|r| r.locked(!self.existed)) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, LOCKED_NOW));
         }
         let old = match self.replaces_file {
             true => self.dir.open_file(&self.name).ok(),
@@ -717,6 +736,9 @@ impl Job for Ending {
             }
             Err(e) if e.kind() == io::ErrorKind::InvalidInput && e.to_string() == FAILED => {
                 later.answer(Status::PRECONDITION_FAILED.0, &[], b"")
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput && e.to_string() == LOCKED_NOW => {
+                later.answer(LOCKED.0, &[], b"")
             }
             Err(e) if e.kind() == io::ErrorKind::InvalidInput && e.raw_os_error().is_none() => {
                 later.answer(Status::BAD_REQUEST.0, &[], b"")

@@ -147,8 +147,9 @@ impl Router {
                         let body = put.take_body();
                         self.finish_put(put, body, routing)
                     }
-                    Started::Upload(put) => {
-                        return Step::Defer(Deferred::WholeBody(Resume(Resumed::Put(Some(put)))))
+                    Started::Upload(mut put) => {
+                        put.recheck_locks(webdav::Recheck::of(dav, req, &rel));
+                        return Step::Defer(Deferred::WholeBody(Resume(Resumed::Put(Some(put)))));
                     }
                 }
             }
