@@ -106,16 +106,37 @@ pub(super) fn bind_listeners(
         // (Unsent bytes bounded on plain listeners only: see
         // `sys::net::NOTSENT_LOWAT`.)
         let defer = cfg.timeouts.defer_accept;
-        let (real, sockets) = bind_all(wanted, workers, defer, !speaks.tls(), via)
-            .map_err(|e| e.configured_at(cfg.listen_origin(wanted)))?;
-        out.push(Bound {
-            wanted,
-            real,
-            sockets,
-            speaks,
+        #[cfg(feature = "http3")]
+        let mut tries = 0;
+        #[cfg_attr(not(feature = "http3"), allow(clippy::never_loop))]
+        loop {
+            let (real, sockets) = bind_all(wanted, workers, defer, !speaks.tls(), via)
+                .map_err(|e| e.configured_at(cfg.listen_origin(wanted)))?;
             #[cfg(feature = "http3")]
-            udp: quic_sockets(cfg, speaks, (wanted, real), &[], workers, via)?,
-        });
+            let udp = match quic_sockets(cfg, speaks, (wanted, real), &[], workers, via) {
+                // (Port 0: the port the kernel picked for TCP may be taken
+                // for UDP. Another pick, a few times, before it is an
+                // error.)
+                Err(Error::Listen { source, .. })
+                    if wanted.port() == 0
+                        && source.kind() == std::io::ErrorKind::AddrInUse
+                        && tries < 8 =>
+                {
+                    tries += 1;
+                    continue;
+                }
+                udp => udp?,
+            };
+            out.push(Bound {
+                wanted,
+                real,
+                sockets,
+                speaks,
+                #[cfg(feature = "http3")]
+                udp,
+            });
+            break;
+        }
     }
     Ok(out)
 }
