@@ -40,12 +40,15 @@ impl Worker {
         r: &mut Request,
         stream: Option<u32>,
         redirects: u8,
+        body_read: bool,
     ) -> bool {
         #[cfg(feature = "http2")]
         {
             // (Over HTTP/2 one with a body waits too, its body held within
             // its stream's window: `Worker::h2_data_paid`.)
-            let bodiless = r.req.bodiless() || c.speaks_h2();
+            // (Not one whose body was held whole before: a wait could
+            // not give it again.)
+            let bodiless = r.req.bodiless() || (c.speaks_h2() && !body_read);
             // (Over HTTP/3 too: a page's many API calls through the proxy
             // were answered 503 past the limit, where HTTP/2 queued them.
             // One with a body is rejected there, as HTTP/2 refuses it:
@@ -56,7 +59,7 @@ impl Worker {
                 return true;
             }
         }
-        let _ = (c, r, stream, redirects);
+        let _ = (c, r, stream, redirects, body_read);
         false
     }
 
@@ -93,7 +96,7 @@ impl Worker {
     ) -> Result<(), Plan> {
         // (Before a kept connection is taken or a new one made: a stream
         // that waits for its turn costs the upstream nothing.)
-        if self.waits_turn(c, r, stream, redirects) {
+        if self.waits_turn(c, r, stream, redirects, plan.held.is_some()) {
             return Ok(());
         }
         if self.refuses(c, stream, &plan.opts.label) {
@@ -136,7 +139,8 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        if self.waits_turn(c, r, stream, redirects) {
+        let held = matches!(plan.body, crate::handlers::fastcgi::body::BodyIn::Held(_));
+        if self.waits_turn(c, r, stream, redirects, held) {
             return Ok(());
         }
         if self.refuses(c, stream, &plan.opts.label) {

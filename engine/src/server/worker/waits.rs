@@ -63,7 +63,7 @@ impl Worker {
         let routed = router.route(&mut routing);
         let rule_max = routing.body_max;
         if routing.programs == Room::Refused {
-            return self.refuse_program(c, r, stream, redirects);
+            return self.refuse_program(c, r, stream, redirects, false);
         }
         // Every body is bounded by `limits.max_body` but a `[[webdav]]`
         // PUT's, by its `max_upload`, and one a `[[cgi]]`, `[[fastcgi]]`
@@ -483,7 +483,9 @@ impl Worker {
         let (router, mut routing) = self.routing(c, &mut r);
         let plan = router.answer_whole(&mut whole.resume, whole.body, &mut routing);
         let plan = match routing.programs {
-            Room::Refused => self.refuse_program(c, &mut r, stream, redirects),
+            // (Its body, read whole, went to the program that could not
+            // start: refused, not waiting without it.)
+            Room::Refused => self.refuse_program(c, &mut r, stream, redirects, true),
             _ => Some(plan),
         };
         if let Some(plan) = plan {
@@ -500,7 +502,9 @@ impl Worker {
     /// request again at once, and fails it when that is refused too),
     /// its body held (`Worker::h2_data`); over HTTP/3 one without a body
     /// waits so, one with a body is rejected, its body not held (QUIC's
-    /// credit goes back as its bytes are read). Nothing is to be answered then
+    /// credit goes back as its bytes are read), and so is one whose body
+    /// was read whole before (`body_read`: a body without a length, held
+    /// for the program, which a wait could not give again). Nothing is to be answered then
     /// (`None`); else (HTTP/1.1) the 503 to answer (see
     /// [`Worker::refuse_stream`]).
     fn refuse_program(
@@ -509,13 +513,14 @@ impl Worker {
         r: &mut Request,
         stream: Option<u32>,
         redirects: u8,
+        body_read: bool,
     ) -> Option<Plan> {
         #[cfg(feature = "http2")]
-        if let Some(id) = stream.filter(|_| r.req.bodiless() || c.speaks_h2()) {
+        if let Some(id) = stream.filter(|_| r.req.bodiless() || (c.speaks_h2() && !body_read)) {
             self.wait_turn(c, r, id, redirects);
             return None;
         }
-        let _ = redirects;
+        let _ = (redirects, body_read);
         let label = format!("cgi for {}", String::from_utf8_lossy(r.req.target()));
         match stream {
             Some(id) if self.refuse_stream(c, id, NoRoom::Programs(&label)) => None,
