@@ -213,8 +213,21 @@ fn proxied_h2_streams_count_against_the_connections_programs() {
     // One with a body waits too, its body held (it was refused,
     // REFUSED_STREAM, which Chromium sends again at once and fails when
     // that is refused too: a page's POSTs to an API beyond the sixteen
-    // failed as network errors).
+    // failed as network errors). And one without a length that ends
+    // with trailers: they go upstream too once its turn comes.
     let post = c.request("POST", "/api/p", &[("content-length", "5")], Some(b"hello"));
+    let put = c.next;
+    c.next += 2;
+    let mut out = Vec::new();
+    let fields = [("te", "trailers"), ("trailer", "x-sum")];
+    let block = H2::block("PUT", "/api/t", &fields);
+    brisk::h2::frame::write_headers(&mut out, put, &block, false, 16_384);
+    out.extend_from_slice(&brisk::h2::frame::data_head(put, 3, false));
+    out.extend_from_slice(b"abc");
+    let mut block = Vec::new();
+    brisk::h2::hpack::encode_field(b"x-sum", b"3", &mut block);
+    brisk::h2::frame::write_headers(&mut out, put, &block, true, 16_384);
+    c.send(&out);
     // One waiting that the client cancels is forgotten. (The PING's
     // answer says brisk read the RST_STREAM before any turn came, and
     // neither answered nor refused the POST.)
@@ -233,7 +246,7 @@ fn proxied_h2_streams_count_against_the_connections_programs() {
     assert_eq!(up.held.load(Ordering::SeqCst), 16, "the POST waits");
     up.release.store(true, Ordering::SeqCst);
     let mut all = ids[..19].to_vec();
-    all.push(post);
+    all.extend([post, put]);
     let answers = c.answers(&all);
     for a in &answers[..19] {
         assert_eq!((a.status(), &a.body[..]), ("200", &b"ok"[..]));
@@ -245,9 +258,16 @@ fn proxied_h2_streams_count_against_the_connections_programs() {
         ("200", &b"okhello"[..]),
         "{what}"
     );
+    let a = &answers[20];
+    let chunked = &b"ok3\r\nabc\r\n0\r\nx-sum: 3\r\n\r\n"[..];
+    assert_eq!(
+        (a.status(), &a.body[..]),
+        ("200", chunked),
+        "with its trailers"
+    );
     assert_eq!(
         up.held.load(Ordering::SeqCst),
-        20,
+        21,
         "each went upstream but one"
     );
     assert_eq!(up.most.load(Ordering::SeqCst), 16, "16 at most at once");

@@ -85,7 +85,9 @@ pub(crate) fn read_request(conn: &mut TcpStream) -> Vec<u8> {
         };
         let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
         if head.contains("\r\ntransfer-encoding: chunked") {
-            return buf.ends_with(b"\r\n0\r\n\r\n");
+            // The last chunk, then its trailer section's empty line.
+            let at = buf.windows(5).position(|w| w == b"\r\n0\r\n");
+            return at.is_some_and(|at| buf[at + 3..].windows(4).any(|w| w == b"\r\n\r\n"));
         }
         let len = head
             .split("\r\n")

@@ -98,6 +98,9 @@ pub struct AuthWait {
     pub paid: usize,
     /// HTTP/2: the body is all in.
     pub body_done: bool,
+    /// HTTP/2: the request's trailer section that ended it, if any (a
+    /// proxied request passes it on).
+    pub trailers: Option<Vec<u8>>,
 }
 
 impl AuthWait {
@@ -110,6 +113,7 @@ impl AuthWait {
             body: Vec::new(),
             paid: 0,
             body_done: false,
+            trailers: None,
         }
     }
 }

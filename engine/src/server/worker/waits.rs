@@ -355,7 +355,7 @@ impl Worker {
                 s.conn.owe(w.paid);
             }
             if !w.body.is_empty() || w.body_done {
-                self.h2_data(c, id, &w.body, w.body_done, None);
+                self.h2_data(c, id, &w.body, w.body_done, w.trailers.as_deref());
             }
         }
         let _ = id;

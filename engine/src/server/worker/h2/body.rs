@@ -82,6 +82,9 @@ impl Worker {
                 w.paid += data.len();
             }
             w.body_done |= end_stream;
+            if let Some(t) = trailers {
+                w.trailers = Some(t.to_vec());
+            }
             if w.turn && !h3 && !data.is_empty() {
                 self.h2_bound_turn_bodies(c, id);
             }
