@@ -152,7 +152,7 @@ impl Worker {
         {
             return false;
         }
-        let mut idle: Vec<(Instant, usize)> = (0..self.conns.slots())
+        let idle: Vec<(Instant, usize)> = (0..self.conns.slots())
             .filter_map(|i| {
                 let c = self.conns.get(i)?;
                 let quiet = c.idle()
@@ -170,10 +170,7 @@ impl Worker {
         // (One at least; more when many are idle, so that the next new
         // connections find room without a look each.)
         let batch = (idle.len() / 16).clamp(1, RECLAIM_BATCH);
-        if idle.len() > batch {
-            idle.select_nth_unstable(batch);
-            idle.truncate(batch);
-        }
+        let idle = earliest(idle, batch);
         self.listen.none_idle_at = None;
         if self.logger.enabled(Level::Info) && self.counts.refusals.allow(self.clock.now) {
             self.logger.log(
@@ -353,4 +350,37 @@ fn handshaking(conns: &super::slab::Slab, i: usize, at: Instant) -> bool {
     conns
         .get(i)
         .is_some_and(|c| c.transport.deadline() == Some(at))
+}
+
+/// The `n` earliest of `all`, earliest first: one pass keeping them in a
+/// short sorted list (the standard library's selection would cost the
+/// binary some 6 KB, for a path taken only at `limits.max_connections`).
+fn earliest(all: Vec<(Instant, usize)>, n: usize) -> Vec<(Instant, usize)> {
+    let mut out: Vec<(Instant, usize)> = Vec::with_capacity(n + 1);
+    for e in all {
+        if out.len() == n && out.last().is_some_and(|last| e >= *last) {
+            continue;
+        }
+        let at = out.partition_point(|o| *o <= e);
+        out.insert(at, e);
+        out.truncate(n);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_earliest_come_first_and_no_more() {
+        let t0 = Instant::now();
+        let at = |ms: u64, i: usize| (t0 + std::time::Duration::from_millis(ms), i);
+        let all = vec![at(5, 0), at(1, 1), at(9, 2), at(3, 3), at(1, 4), at(7, 5)];
+        assert_eq!(earliest(all.clone(), 3), [at(1, 1), at(1, 4), at(3, 3)]);
+        assert_eq!(earliest(all.clone(), 1), [at(1, 1)]);
+        assert_eq!(earliest(all.clone(), 6).len(), 6);
+        assert_eq!(earliest(all, 0), []);
+        assert_eq!(earliest(Vec::new(), 2), []);
+    }
 }
