@@ -48,6 +48,10 @@ pub struct Session {
     /// How many programs and upstream requests answer its streams (see
     /// [`Session::programs`]).
     pub programs: u32,
+    /// Body bytes held by its requests waiting for their turn, their
+    /// connection credit given back (bounded by `connection_window`: see
+    /// `Worker::h2_data`).
+    pub turn_held: usize,
 }
 
 impl Session {
@@ -60,6 +64,7 @@ impl Session {
             spare_text: Vec::new(),
             pacing: Pacing::default(),
             programs: 0,
+            turn_held: 0,
         }
     }
 

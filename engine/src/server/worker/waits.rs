@@ -353,6 +353,7 @@ impl Worker {
             // credit its use gives back pays for it. See `AuthWait::paid`.)
             if let Some(s) = c.proto.h2_mut() {
                 s.conn.owe(w.paid);
+                s.turn_held -= w.paid;
             }
             if !w.body.is_empty() || w.body_done {
                 self.h2_data(c, id, &w.body, w.body_done, w.trailers.as_deref());
@@ -556,6 +557,7 @@ impl Worker {
                 if let (Some(id), Some(s)) = (stream, c.proto.h2_mut()) {
                     s.conn.release_conn((w.body.len() - w.paid) as u32);
                     s.conn.release_stream(id, w.body.len());
+                    s.turn_held -= w.paid;
                 }
                 let _ = (c, stream);
                 w.held

@@ -78,15 +78,16 @@ impl Worker {
         };
         w.push(data, &self.settings.cfg.temp_dir);
         if let Wait::Check(w) = w {
-            if w.turn && !h3 {
-                w.paid += data.len();
-            }
             w.body_done |= end_stream;
             if let Some(t) = trailers {
                 w.trailers = Some(t.to_vec());
             }
-            if w.turn && !h3 && !data.is_empty() {
-                self.h2_bound_turn_bodies(c, id);
+            if let (true, Some(s)) = (w.turn, c.proto.h2_mut()) {
+                w.paid += data.len();
+                s.turn_held += data.len();
+                if s.turn_held > self.settings.cfg.http2.connection_window as usize {
+                    self.h2_refuse_held_turn(c, id);
+                }
             }
             return;
         }
@@ -105,23 +106,12 @@ impl Worker {
     }
 
     /// The bodies held by `c`'s requests waiting for their turn (their
-    /// connection credit given back: see [`Worker::h2_data_paid`]) may
-    /// not outgrow the connection's window (`http2.connection_window`),
-    /// which would bound them if it were held: past it, stream `id`, whose
-    /// bytes just came, is refused (REFUSED_STREAM: nothing of it ran,
-    /// RFC 9113 §8.7) and its body let go of.
-    fn h2_bound_turn_bodies(&mut self, c: &mut Conn, id: u32) {
-        let Some(s) = c.proto.h2() else { return };
-        let held: usize = (s.answers.iter())
-            .filter_map(|a| a.wait.and_then(|ex| self.exchanges.wait(ex)))
-            .map(|w| match w {
-                Wait::Check(w) if w.turn => w.body.len(),
-                _ => 0,
-            })
-            .sum();
-        if held <= self.settings.cfg.http2.connection_window as usize {
-            return;
-        }
+    /// connection credit given back: see [`Worker::h2_data`]) outgrew
+    /// the connection's window (`http2.connection_window`), which would
+    /// bound them if it were held: stream `id`, whose bytes just came, is
+    /// refused (REFUSED_STREAM: nothing of it ran, RFC 9113 §8.7) and its
+    /// body let go of.
+    fn h2_refuse_held_turn(&mut self, c: &mut Conn, id: u32) {
         let label = match c.wait_id(Some(id)).and_then(|ex| self.exchanges.wait(ex)) {
             Some(w) => String::from_utf8_lossy(w.held().req.target()).into_owned(),
             None => return,
