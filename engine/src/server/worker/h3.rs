@@ -312,7 +312,7 @@ impl Worker {
         let uni = id.dir() == Dir::Uni;
         let mut then = Then::Nothing;
         let (mut head, mut body, mut ended) = (None, Vec::new(), false);
-        let mut got = false;
+        let (mut got, mut reread) = (false, false);
         let Some(s) = c.h3_mut() else { return };
         if s.drop_unwanted(id) {
             s.last_read = now;
@@ -323,13 +323,24 @@ impl Worker {
         // rest waits in quinn-proto, its flow-control credit held back,
         // as HTTP/2 holds its window), and again once it took some
         // (`H3Frames::took_body`).
+        // A request held while its password is checked has at most
+        // HELD_WHILE_CHECKED of its body read meanwhile (the rest waits in
+        // quinn-proto, as HTTP/2's stream window holds it back); it is
+        // read on once routed again (`Worker::h3_read_on`).
         let index = u32::try_from(id.index()).ok().filter(|_| !uni);
-        let mut left = match index.and_then(|i| s.answer(i)).and_then(|a| a.run) {
-            Some(ex) => (self.exchanges.run_mut(ex))
+        let answer = index.and_then(|i| s.answer(i)).map(|a| (a.run, a.wait));
+        let mut left = match answer.unwrap_or_default() {
+            (Some(ex), _) => (self.exchanges.run_mut(ex))
                 .and_then(|run| run.input())
                 .filter(|input| !input.is_closed())
                 .map_or(usize::MAX, |input| input.room()),
-            None => usize::MAX,
+            (None, Some(ex)) => match self.exchanges.wait(ex) {
+                Some(crate::server::waits::Wait::Check(w)) => {
+                    HELD_WHILE_CHECKED.saturating_sub(w.body.len())
+                }
+                _ => usize::MAX,
+            },
+            _ => usize::MAX,
         };
         let (h3, resets) = (&mut s.h3, &mut s.resets);
         let mut recv = s.quic.recv_stream(id);
@@ -375,6 +386,13 @@ impl Worker {
                 }
             };
             if fin || !matches!(then, Then::Nothing) {
+                break;
+            }
+            // (A head with much of its body behind it: routed first, so
+            // that the rest is read as its route wants, bounded while it
+            // waits for a password check.)
+            if head.is_some() && body.len() >= HELD_WHILE_CHECKED {
+                reread = true;
                 break;
             }
         }
@@ -442,6 +460,9 @@ impl Worker {
         if !body.is_empty() || (ended && !end) {
             // (Where the route said: a producer, a wait, or nowhere.)
             self.h2_data(c, index, &body, ended, None);
+        }
+        if reread {
+            self.h3_read(c, id);
         }
     }
 
@@ -680,6 +701,16 @@ impl Worker {
         self.h3_log(a, false);
     }
 
+    /// Stream `id` of `c`, whose request was held (a password check) and
+    /// is routed again: what its client sent meanwhile beyond what was
+    /// held ([`HELD_WHILE_CHECKED`]) is read on, now that it has
+    /// somewhere to go.
+    pub(super) fn h3_read_on(&mut self, c: &mut Conn, id: u32) {
+        if c.speaks_h3() {
+            self.h3_read(c, stream(id));
+        }
+    }
+
     /// Body bytes for stream `id`, whose producer reads its request body
     /// (`end`: the body ends with them). False if no producer on the
     /// stream reads a body.
@@ -891,6 +922,12 @@ fn push(
 /// Below this many bytes, what waits to go into a stream takes the next
 /// piece's frame with it.
 const JOINED: usize = 4096;
+
+/// Most body bytes read of a request held while its password is checked
+/// (QUIC gives the client credit back as brisk reads, so reading it all
+/// would hold whatever the client sends meanwhile; HTTP/2's stream window,
+/// 256 KiB by default, bounds it there).
+const HELD_WHILE_CHECKED: usize = 256 << 10;
 
 /// Appends answer `a`'s next piece (up to [`FRAME`] bytes of it), if it
 /// has one, as a DATA frame to its bytes; or, if its throttle holds the

@@ -358,6 +358,8 @@ impl Worker {
             if !w.body.is_empty() || w.body_done {
                 self.h2_data(c, id, &w.body, w.body_done, w.trailers.as_deref());
             }
+            #[cfg(feature = "http3")]
+            self.h3_read_on(c, id);
         }
         let _ = id;
     }
