@@ -730,16 +730,43 @@ fn an_upstream_that_resets_a_tunnel_is_logged_as_cutting_it() {
     assert!(line.contains("reset"), "{line}");
 }
 
+/// Whether the peer of `w` has closed its connection (a FIN or a
+/// reset) by the time a read returns: a read that times out (the peer
+/// left it open) is no close. (`Wire::ends` takes a timeout for an end.)
+fn closed_now(w: &mut Wire) -> Result<(), String> {
+    let mut piece = [0u8; 64 * 1024];
+    loop {
+        match w.tcp.read(&mut piece) {
+            Ok(0) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+            // (What came before the close.)
+            Ok(_) => {}
+            Err(e) => return Err(format!("no close, {e}: the connection was left open")),
+        }
+    }
+}
+
+/// The client's connection is closed at once when the upstream resets
+/// its tunnel, not left open for `read_timeout` (far longer than the
+/// client's wait here).
+#[test]
+fn an_upstream_that_resets_a_tunnel_has_the_clients_connection_closed() {
+    let (up, _s, mut w) = tunnel("read_timeout = \"60s\"");
+    w.send(&frame(1, b"reset", Some(MASK)));
+    assert_eq!(up.next(), "frame 1 5 masked");
+    closed_now(&mut w).unwrap();
+}
+
 /// The same when the reset comes with the 101 (the answer's reader has
 /// not handed the socket to the tunnel's yet).
 #[test]
 fn an_upstream_that_resets_right_after_its_101_is_logged_as_cutting_it() {
     let up = Echo::start();
-    let s = brisk(&up, "");
+    let s = brisk(&up, "read_timeout = \"60s\"");
     let (mut w, head) = open(&s, "/api/reset-at-once");
     up.next();
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
-    while w.fill() {}
+    closed_now(&mut w).unwrap();
     let line = s.wait_stderr_line("the upstream broke the tunnel off");
     assert!(line.contains("reset"), "{line}");
 }
