@@ -240,7 +240,11 @@ impl Echo {
             );
             return;
         }
-        if !lower.contains("\r\nupgrade: websocket\r\n") {
+        let asked = lower
+            .split("\r\n")
+            .filter_map(|l| l.strip_prefix("upgrade: "))
+            .any(|v| v.split(',').any(|p| p.trim() == "websocket"));
+        if !asked {
             w.send(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nno upgrade");
             return;
         }
@@ -1170,6 +1174,48 @@ fn an_upgrade_to_a_protocol_that_carries_http_is_never_passed_on() {
     let (mut w, head) = open(&s, "/api/chat");
     assert_eq!(masked(&head), SWITCHED);
     assert_eq!(w.frame().unwrap().payload, b"hello");
+}
+
+/// `Upgrade` on two lines is one list (RFC 9110 §5.3, §7.8): the
+/// upstream is asked for all of it, as brisk checked it, not for the
+/// first line's protocols alone.
+#[test]
+fn an_upgrade_on_two_lines_goes_on_as_one_list() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    let two = "Upgrade: foo\r\nUpgrade: websocket\r\n";
+    w.send(
+        handshake("/api/chat")
+            .replace("Upgrade: websocket\r\n", two)
+            .as_bytes(),
+    );
+    assert_eq!(
+        up.next(),
+        forwarded_handshake("Connection: upgrade\r\nUpgrade: foo, websocket\r\n")
+    );
+    assert_eq!(masked(&w.head().expect("an answer")), SWITCHED);
+    assert_eq!(w.frame().unwrap().payload, b"hello");
+}
+
+/// One whose second line names h2c is a switch to a protocol that
+/// carries HTTP, as `Upgrade: websocket, h2c` is: the request goes plain
+/// (its first line alone was checked, and passed on, before).
+#[test]
+fn an_upgrade_whose_second_line_names_h2c_is_not_passed_on() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    let two = "Upgrade: websocket\r\nUpgrade: h2c\r\n";
+    w.send(
+        handshake("/api/chat")
+            .replace("Upgrade: websocket\r\n", two)
+            .as_bytes(),
+    );
+    assert_eq!(up.next(), forwarded_handshake(""));
+    let head = w.head().expect("an answer");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert_eq!(w.take(10).unwrap(), b"no upgrade");
 }
 
 #[cfg(feature = "tls")]

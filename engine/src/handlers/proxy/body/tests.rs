@@ -49,7 +49,7 @@ fn forwarded(head: &str, body: BodyOut) -> Vec<u8> {
         trusted: false,
         via: false,
         body,
-        upgrade: false,
+        upgrade: None,
         set: &[],
         remove: &[],
     };
