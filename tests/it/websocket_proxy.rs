@@ -1218,6 +1218,112 @@ fn an_upgrade_whose_second_line_names_h2c_is_not_passed_on() {
     assert_eq!(w.take(10).unwrap(), b"no upgrade");
 }
 
+/// An upstream that answers every request with `answer` and a first
+/// frame `hello`, then reads on: what it saw comes on the channel (each
+/// head, then `eof` once brisk closed the connection, or `bytes` if
+/// brisk sent it anything more).
+fn switching(answer: &'static str) -> (SocketAddr, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tell, seen) = mpsc::channel();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let tell = tell.clone();
+            thread::spawn(move || {
+                let mut w = Wire::new(conn);
+                let Some(head) = w.head() else { return };
+                let _ = tell.send(head);
+                let mut out = answer.as_bytes().to_vec();
+                out.extend_from_slice(&frame(1, b"hello", None));
+                w.send(&out);
+                let _ = tell.send(if w.fill() { "bytes" } else { "eof" }.into());
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// What a client that sent `request` to brisk (a rule to an upstream
+/// answering `answer`, with `extra` keys) gets: the answer's head, and
+/// what the upstream saw after it answered.
+fn switched_to(answer: &'static str, extra: &str, request: &str) -> (String, String) {
+    let (addr, seen) = switching(answer);
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{addr}\"\n{extra}\n"
+    ));
+    let s = b.start();
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    w.send(request.as_bytes());
+    let head = w.head().expect("an answer");
+    seen.recv_timeout(IO_TIMEOUT).expect("a request");
+    if head.starts_with("HTTP/1.1 101 ") {
+        // (A tunnel: it closes with its client.)
+        drop(w);
+    }
+    let after = seen.recv_timeout(IO_TIMEOUT).expect("the upstream's end");
+    (head, after)
+}
+
+/// A 101 that is no switch the client asked for is a 502, and no
+/// tunnel: from an HTTP/1.0 upstream (RFC 9110 §15.2.2: 101 is not
+/// HTTP/1.0's, a server never sends it to an HTTP/1.0 request, which is
+/// what brisk's would be to it), to a request that asked for no switch,
+/// or to a protocol the client did not offer (RFC 9110 §7.8).
+#[test]
+fn a_101_that_is_no_switch_asked_for_is_a_502() {
+    let cases = [
+        (
+            "HTTP/1.0 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+            "websocket = false",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            "GET /api/chat HTTP/1.1\r\nHost: x\r\n\r\n".to_string(),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket, foo\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (answer, extra, request) in cases {
+        let (head, after) = switched_to(answer, extra, &request);
+        // (Then the upstream's connection is closed.)
+        if !head.starts_with("HTTP/1.1 502 ") || after != "eof" {
+            wrong.push(format!("{answer:?} {extra:?}: {head} {after}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // A 101 to a protocol offered, any case, or to one of several.
+    let offered = handshake("/api/chat").replace("Upgrade: websocket", "Upgrade: foo, WebSocket");
+    let (head, _) = switched_to(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "",
+        &offered,
+    );
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+}
+
 #[cfg(feature = "tls")]
 #[test]
 fn an_h2c_upgrade_over_tls_is_not_passed_on() {

@@ -324,7 +324,7 @@ fn upstream_plan(
                 }),
             },
             keep: None,
-            upgrade: upgrade.is_some(),
+            upgrade: upgrade.map(Box::from),
             connect: upgrade.is_some() && req.version() == Version::Http2,
             turn: None,
         },
