@@ -1218,6 +1218,33 @@ fn an_upgrade_whose_second_line_names_h2c_is_not_passed_on() {
     assert_eq!(w.take(10).unwrap(), b"no upgrade");
 }
 
+/// An `Upgrade` that names no protocol (empty, or empty elements only)
+/// asks for no switch: the request goes plain, not with an empty
+/// `Upgrade` that `Connection` names.
+#[test]
+fn an_upgrade_that_names_no_protocol_is_not_passed_on() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    for upgrade in [
+        "Upgrade:\r\n",
+        "Upgrade: , \r\n",
+        "Upgrade: ,\r\nUpgrade:\r\n",
+    ] {
+        let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+        w.send(
+            handshake("/api/chat")
+                .replace("Upgrade: websocket\r\n", upgrade)
+                .as_bytes(),
+        );
+        assert_eq!(up.next(), forwarded_handshake(""), "{upgrade:?}");
+        let head = w.head().expect("an answer");
+        assert!(
+            head.starts_with("HTTP/1.1 200 OK\r\n"),
+            "{upgrade:?}: {head}"
+        );
+    }
+}
+
 /// An upstream that answers every request with `answer` and a first
 /// frame `hello`, then reads on: what it saw comes on the channel (each
 /// head, then `eof` once brisk closed the connection, or `bytes` if

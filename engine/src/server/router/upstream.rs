@@ -255,11 +255,13 @@ fn upstream_plan(
     // request has an `Upgrade` only as an extended CONNECT's handshake:
     // see `server::h2::request`.)
     // (`Upgrade` on several lines is one list, RFC 9110 §5.3: all of it
-    // is checked, and all of it goes on.)
+    // is checked, and all of it goes on; one that names no protocol asks
+    // for nothing.)
     let upgrade = req.field(Field::Upgrade).filter(|u| {
         rule.websocket
             && req.version() != Version::Http10
             && body == BodyOut::None
+            && u.split(|&b| b == b',').any(|p| !p.trim_ascii().is_empty())
             && !switches_to_http(u)
             && req
                 .headers()
