@@ -509,6 +509,50 @@ fn an_upstream_s_early_hints_are_interim_headers_over_h3() {
     assert_eq!(text(r), "ok");
 }
 
+/// An HTTP/3 request's trailers reach a proxied upstream as HTTP/2's
+/// do (proxy_trailers.rs): at the end of the chunked body brisk sends,
+/// announced by its `Trailer`, less what a trailer must not hold.
+#[cfg(feature = "upstreams")]
+#[test]
+fn a_clients_trailers_reach_the_upstream_as_chunked_trailers() {
+    let (addr, got) = crate::proxy_trailers::recording_upstream();
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{addr}\"\nkeepalive = 0\n"
+    ));
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests = json!([
+        {"method": "PUT", "path": "/api/f", "text": "hello",
+         "headers": [["te", "trailers"], ["trailer", "x-sum, content-type, grpc-status"]],
+         "trailers": [["x-sum", "5"], ["content-type", "a/b"], ["grpc-status", "0"]]},
+        {"method": "PUT", "path": "/api/f", "text": "", "trailers": [["x-sum", "0"]]},
+    ]);
+    // (One after the other: the upstream sees them in order.)
+    let Some(out) = h3_with(&s, requests, true) else {
+        return;
+    };
+    assert_eq!(fields(&out["responses"][0])[0], ":status: 204", "{out}");
+    assert_eq!(
+        got.recv_timeout(crate::common::IO_TIMEOUT).unwrap(),
+        "PUT /api/f HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-For: 127.0.0.1\r\n\
+         X-Forwarded-Proto: https\r\nX-Forwarded-Host: a.test\r\n\
+         Forwarded: for=127.0.0.1;proto=https;host=\"a.test\"\r\n\
+         Transfer-Encoding: chunked\r\nTrailer: x-sum, grpc-status\r\n\
+         TE: trailers\r\nConnection: TE\r\n\r\n\
+         5\r\nhello\r\n0\r\nx-sum: 5\r\ngrpc-status: 0\r\n\r\n"
+    );
+    // An empty body, then trailers: a body still, that ends with them.
+    assert_eq!(fields(&out["responses"][1])[0], ":status: 204", "{out}");
+    assert_eq!(
+        got.recv_timeout(crate::common::IO_TIMEOUT).unwrap(),
+        "PUT /api/f HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-For: 127.0.0.1\r\n\
+         X-Forwarded-Proto: https\r\nX-Forwarded-Host: a.test\r\n\
+         Forwarded: for=127.0.0.1;proto=https;host=\"a.test\"\r\n\
+         Transfer-Encoding: chunked\r\n\r\n0\r\nx-sum: 0\r\n\r\n"
+    );
+}
+
 #[cfg(feature = "servlets")]
 #[test]
 fn a_post_body_reaches_a_servlet() {

@@ -160,7 +160,7 @@ fn an_upstreams_trailers_reach_an_http_2_client_as_the_last_headers() {
 
 /// An upstream that records one request per connection, read to the end
 /// of its chunked body (trailers included), and answers 204.
-fn recording_upstream() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<String>) {
+pub(crate) fn recording_upstream() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<String>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();

@@ -240,7 +240,11 @@ impl Echo {
             );
             return;
         }
-        if !lower.contains("\r\nupgrade: websocket\r\n") {
+        let asked = lower
+            .split("\r\n")
+            .filter_map(|l| l.strip_prefix("upgrade: "))
+            .any(|v| v.split(',').any(|p| p.trim() == "websocket"));
+        if !asked {
             w.send(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nno upgrade");
             return;
         }
@@ -730,16 +734,43 @@ fn an_upstream_that_resets_a_tunnel_is_logged_as_cutting_it() {
     assert!(line.contains("reset"), "{line}");
 }
 
+/// Whether the peer of `w` has closed its connection (a FIN or a
+/// reset) by the time a read returns: a read that times out (the peer
+/// left it open) is no close. (`Wire::ends` takes a timeout for an end.)
+fn closed_now(w: &mut Wire) -> Result<(), String> {
+    let mut piece = [0u8; 64 * 1024];
+    loop {
+        match w.tcp.read(&mut piece) {
+            Ok(0) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+            // (What came before the close.)
+            Ok(_) => {}
+            Err(e) => return Err(format!("no close, {e}: the connection was left open")),
+        }
+    }
+}
+
+/// The client's connection is closed at once when the upstream resets
+/// its tunnel, not left open for `read_timeout` (far longer than the
+/// client's wait here).
+#[test]
+fn an_upstream_that_resets_a_tunnel_has_the_clients_connection_closed() {
+    let (up, _s, mut w) = tunnel("read_timeout = \"60s\"");
+    w.send(&frame(1, b"reset", Some(MASK)));
+    assert_eq!(up.next(), "frame 1 5 masked");
+    closed_now(&mut w).unwrap();
+}
+
 /// The same when the reset comes with the 101 (the answer's reader has
 /// not handed the socket to the tunnel's yet).
 #[test]
 fn an_upstream_that_resets_right_after_its_101_is_logged_as_cutting_it() {
     let up = Echo::start();
-    let s = brisk(&up, "");
+    let s = brisk(&up, "read_timeout = \"60s\"");
     let (mut w, head) = open(&s, "/api/reset-at-once");
     up.next();
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
-    while w.fill() {}
+    closed_now(&mut w).unwrap();
     let line = s.wait_stderr_line("the upstream broke the tunnel off");
     assert!(line.contains("reset"), "{line}");
 }
@@ -1143,6 +1174,181 @@ fn an_upgrade_to_a_protocol_that_carries_http_is_never_passed_on() {
     let (mut w, head) = open(&s, "/api/chat");
     assert_eq!(masked(&head), SWITCHED);
     assert_eq!(w.frame().unwrap().payload, b"hello");
+}
+
+/// `Upgrade` on two lines is one list (RFC 9110 §5.3, §7.8): the
+/// upstream is asked for all of it, as brisk checked it, not for the
+/// first line's protocols alone.
+#[test]
+fn an_upgrade_on_two_lines_goes_on_as_one_list() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    let two = "Upgrade: foo\r\nUpgrade: websocket\r\n";
+    w.send(
+        handshake("/api/chat")
+            .replace("Upgrade: websocket\r\n", two)
+            .as_bytes(),
+    );
+    assert_eq!(
+        up.next(),
+        forwarded_handshake("Connection: upgrade\r\nUpgrade: foo, websocket\r\n")
+    );
+    assert_eq!(masked(&w.head().expect("an answer")), SWITCHED);
+    assert_eq!(w.frame().unwrap().payload, b"hello");
+}
+
+/// One whose second line names h2c is a switch to a protocol that
+/// carries HTTP, as `Upgrade: websocket, h2c` is: the request goes plain
+/// (its first line alone was checked, and passed on, before).
+#[test]
+fn an_upgrade_whose_second_line_names_h2c_is_not_passed_on() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    let two = "Upgrade: websocket\r\nUpgrade: h2c\r\n";
+    w.send(
+        handshake("/api/chat")
+            .replace("Upgrade: websocket\r\n", two)
+            .as_bytes(),
+    );
+    assert_eq!(up.next(), forwarded_handshake(""));
+    let head = w.head().expect("an answer");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert_eq!(w.take(10).unwrap(), b"no upgrade");
+}
+
+/// An `Upgrade` that names no protocol (empty, or empty elements only)
+/// asks for no switch: the request goes plain, not with an empty
+/// `Upgrade` that `Connection` names.
+#[test]
+fn an_upgrade_that_names_no_protocol_is_not_passed_on() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    for upgrade in [
+        "Upgrade:\r\n",
+        "Upgrade: , \r\n",
+        "Upgrade: ,\r\nUpgrade:\r\n",
+    ] {
+        let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+        w.send(
+            handshake("/api/chat")
+                .replace("Upgrade: websocket\r\n", upgrade)
+                .as_bytes(),
+        );
+        assert_eq!(up.next(), forwarded_handshake(""), "{upgrade:?}");
+        let head = w.head().expect("an answer");
+        assert!(
+            head.starts_with("HTTP/1.1 200 OK\r\n"),
+            "{upgrade:?}: {head}"
+        );
+    }
+}
+
+/// An upstream that answers every request with `answer` and a first
+/// frame `hello`, then reads on: what it saw comes on the channel (each
+/// head, then `eof` once brisk closed the connection, or `bytes` if
+/// brisk sent it anything more).
+fn switching(answer: &'static str) -> (SocketAddr, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tell, seen) = mpsc::channel();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let tell = tell.clone();
+            thread::spawn(move || {
+                let mut w = Wire::new(conn);
+                let Some(head) = w.head() else { return };
+                let _ = tell.send(head);
+                let mut out = answer.as_bytes().to_vec();
+                out.extend_from_slice(&frame(1, b"hello", None));
+                w.send(&out);
+                let _ = tell.send(if w.fill() { "bytes" } else { "eof" }.into());
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// What a client that sent `request` to brisk (a rule to an upstream
+/// answering `answer`, with `extra` keys) gets: the answer's head, and
+/// what the upstream saw after it answered.
+fn switched_to(answer: &'static str, extra: &str, request: &str) -> (String, String) {
+    let (addr, seen) = switching(answer);
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{addr}\"\n{extra}\n"
+    ));
+    let s = b.start();
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    w.send(request.as_bytes());
+    let head = w.head().expect("an answer");
+    seen.recv_timeout(IO_TIMEOUT).expect("a request");
+    if head.starts_with("HTTP/1.1 101 ") {
+        // (A tunnel: it closes with its client.)
+        drop(w);
+    }
+    let after = seen.recv_timeout(IO_TIMEOUT).expect("the upstream's end");
+    (head, after)
+}
+
+/// A 101 that is no switch the client asked for is a 502, and no
+/// tunnel: from an HTTP/1.0 upstream (RFC 9110 §15.2.2: 101 is not
+/// HTTP/1.0's, a server never sends it to an HTTP/1.0 request, which is
+/// what brisk's would be to it), to a request that asked for no switch,
+/// or to a protocol the client did not offer (RFC 9110 §7.8).
+#[test]
+fn a_101_that_is_no_switch_asked_for_is_a_502() {
+    let cases = [
+        (
+            "HTTP/1.0 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+            "websocket = false",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            "GET /api/chat HTTP/1.1\r\nHost: x\r\n\r\n".to_string(),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket, foo\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\n",
+            "",
+            handshake("/api/chat"),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (answer, extra, request) in cases {
+        let (head, after) = switched_to(answer, extra, &request);
+        // (Then the upstream's connection is closed.)
+        if !head.starts_with("HTTP/1.1 502 ") || after != "eof" {
+            wrong.push(format!("{answer:?} {extra:?}: {head} {after}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // A 101 to a protocol offered, any case, or to one of several.
+    let offered = handshake("/api/chat").replace("Upgrade: websocket", "Upgrade: foo, WebSocket");
+    let (head, _) = switched_to(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "",
+        &offered,
+    );
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
 }
 
 #[cfg(feature = "tls")]

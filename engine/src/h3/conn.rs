@@ -42,8 +42,10 @@ pub enum RequestEvent<'a> {
     },
     /// Bytes of its body.
     Body(&'a [u8]),
-    /// Its body ended (after any trailers, which are checked and dropped).
-    End,
+    /// Its body ended: with the fields of its trailers that may pass
+    /// ([`crate::http::trailers::allowed`]), as field lines (`name:
+    /// value\r\n`; empty: none, or none that may pass), as HTTP/2's.
+    End(&'a [u8]),
 }
 
 /// What is wrong, and whether with the stream alone or the connection.
@@ -70,6 +72,8 @@ struct RequestStream {
     /// Body bytes so far, for `content-length`.
     body: u64,
     length: Option<u64>,
+    /// Its trailers that may pass, as field lines (see [`RequestEvent::End`]).
+    trailers: Vec<u8>,
 }
 
 /// A client's unidirectional stream.
@@ -296,12 +300,14 @@ impl Conn {
             phase: Phase::Head,
             body: 0,
             length: None,
+            trailers: Vec::new(),
         });
         let RequestStream {
             reader,
             phase,
             body,
             length,
+            trailers: lines,
         } = stream;
         let (request, trailers, scratch) =
             (&mut self.request, &mut self.trailers, &mut self.scratch);
@@ -347,7 +353,11 @@ impl Conn {
                         on(RequestEvent::Head { end: false });
                     }
                     *phase = Phase::Trailers;
-                    head(trailers, p, (max, true), scratch, (table, decoder, id)).err()
+                    let decoded = head(trailers, p, (max, true), scratch, (table, decoder, id));
+                    if decoded.is_ok() {
+                        field_lines(trailers, lines);
+                    }
+                    decoded.err()
                 }
                 (FrameEvent::Data(_) | FrameEvent::Frame(frame::HEADERS, _), _) => Some(conn_err(
                     Code::FRAME_UNEXPECTED,
@@ -395,7 +405,7 @@ impl Conn {
                 if pending {
                     on(RequestEvent::Head { end: true });
                 }
-                on(RequestEvent::End);
+                on(RequestEvent::End(lines));
                 Ok(())
             }
         };
@@ -459,6 +469,18 @@ fn head(
     match why {
         Some(why) => Err(Failure::Stream(Error::new(STREAM, why))),
         None => Ok(()),
+    }
+}
+
+/// Appends the fields of trailer section `r` that may pass
+/// ([`crate::http::trailers::allowed`]) to `lines`, as field lines.
+fn field_lines(r: &Request, lines: &mut Vec<u8>) {
+    for (name, value) in r.fields() {
+        if crate::http::trailers::allowed(name) {
+            for part in [name, b": ", value, b"\r\n"] {
+                lines.extend_from_slice(part);
+            }
+        }
     }
 }
 

@@ -61,11 +61,12 @@ const FIELDS: usize = 11;
 
 /// How many [`Field`]s are joined when sent on several lines (see
 /// [`Field::list`]).
-const JOINED: usize = 7;
+const JOINED: usize = 8;
 
 impl Field {
     /// Where a field whose lines are joined is in
-    /// [`OwnedRequest::joined`]: the list fields, and the date fields,
+    /// [`OwnedRequest::joined`]: the list fields (`Upgrade` among them,
+    /// RFC 9110 §7.8), and the date fields,
     /// `If-Range` and `Range`, which are not lists (see
     /// [`OwnedRequest::field`]).
     #[inline(always)]
@@ -78,6 +79,7 @@ impl Field {
             Field::IfUnmodifiedSince => Some(4),
             Field::IfRange => Some(5),
             Field::Range => Some(6),
+            Field::Upgrade => Some(7),
             _ => None,
         }
     }
@@ -122,8 +124,8 @@ pub struct OwnedRequest {
     /// Where each [`Field`] is first in `headers`, plus one (0: absent).
     fields: [u8; FIELDS],
     /// `If-Match`, `If-None-Match`, `Accept-Encoding`,
-    /// `If-Modified-Since`, `If-Unmodified-Since`, `If-Range` and `Range`
-    /// (in that order; see [`Field::list`]) when sent on several lines: their
+    /// `If-Modified-Since`, `If-Unmodified-Since`, `If-Range`, `Range` and
+    /// `Upgrade` (in that order; see [`Field::list`]) when sent on several lines: their
     /// values joined into one list, as RFC 9110 §5.3 combines them, in
     /// `bytes` after the head.
     joined: [Option<Span>; JOINED],
@@ -258,6 +260,7 @@ impl OwnedRequest {
             (4, "if-unmodified-since"),
             (5, "if-range"),
             (6, "range"),
+            (7, "upgrade"),
         ] {
             if lists & (1 << i) == 0 {
                 continue;
@@ -413,8 +416,10 @@ impl OwnedRequest {
     }
 
     /// The value of `field`: its first line's (a list field sent on
-    /// several lines, `If-Match`, `If-None-Match` or `Accept-Encoding`: all of
-    /// them, joined). `If-Modified-Since`, `If-Unmodified-Since` and
+    /// several lines, `If-Match`, `If-None-Match`, `Accept-Encoding` or
+    /// `Upgrade`: all of them, joined; an `Upgrade` whose first line is
+    /// checked and whose whole list goes on would let a protocol past the
+    /// check). `If-Modified-Since`, `If-Unmodified-Since` and
     /// `If-Range` sent on several lines are joined too: they are not
     /// lists, so the value is no HTTP-date nor entity tag, and is ignored
     /// (RFC 9110 §5.3, §13.1.3, §13.1.4) or matches nothing (§13.1.5), as
@@ -705,6 +710,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.field(Field::IfNoneMatch), Some(&b"\"z\""[..]));
+        // So are Upgrade's (RFC 9110 §7.8).
+        let r =
+            parsed(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: foo\r\nupgrade: websocket, bar\r\n\r\n");
+        assert_eq!(r.field(Field::Upgrade), Some(&b"foo, websocket, bar"[..]));
     }
 
     #[test]

@@ -56,7 +56,8 @@ fn script(c: &mut Conn, pieces: &[&[u8]], fin: bool) -> (Vec<String>, Option<Fai
             told.push(match ev {
                 RequestEvent::Head { end } => format!("head end={end}"),
                 RequestEvent::Body(b) => format!("body {}", String::from_utf8_lossy(b)),
-                RequestEvent::End => "end".to_string(),
+                RequestEvent::End([]) => "end".to_string(),
+                RequestEvent::End(t) => format!("end {}", String::from_utf8_lossy(t)),
             })
         });
         if let Err(f) = r {
@@ -297,7 +298,7 @@ fn the_encoder_stream_builds_the_table_and_brisk_acknowledges_what_it_used() {
     let mut told = Vec::new();
     let r = c.request_data(4, &h, true, &mut |ev| told.push(format!("{ev:?}")));
     assert_eq!(r, Ok(()));
-    assert_eq!(told, ["Head { end: true }", "End"]);
+    assert_eq!(told, ["Head { end: true }", "End([])"]);
     assert_eq!(c.request().authority(), Some(&b"example.com"[..]));
     assert_eq!(c.decoder_bytes(), [0x04, 0x84]);
     c.decoder_sent(2);
@@ -371,7 +372,12 @@ fn a_request_with_a_body_and_trailers() {
     let mut all = headers(&fields);
     all.extend_from_slice(&data(b"hello"));
     all.extend_from_slice(&data(b"world"));
-    all.extend_from_slice(&headers(&[("x-sum", "1")]));
+    // (What a trailer must not hold is left out, RFC 9110 §6.5.1.)
+    all.extend_from_slice(&headers(&[
+        ("x-sum", "1"),
+        ("content-length", "9"),
+        ("grpc-status", "0"),
+    ]));
     for step in [1, 4, all.len()] {
         let pieces: Vec<&[u8]> = all.chunks(step).collect();
         let (told, failed) = script(&mut fresh(), &pieces, true);
@@ -382,7 +388,7 @@ fn a_request_with_a_body_and_trailers() {
             .collect();
         assert_eq!(body, "helloworld", "step {step}");
         assert_eq!(told.first().unwrap(), "head end=false");
-        assert_eq!(told.last().unwrap(), "end");
+        assert_eq!(told.last().unwrap(), "end x-sum: 1\r\ngrpc-status: 0\r\n");
     }
 }
 

@@ -43,7 +43,7 @@ use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead
 use crate::http::parse::{BodyFraming, Header, Limits};
 use crate::http::request::MAX_HEADERS;
 use crate::http::trailers;
-use crate::http::Status;
+use crate::http::{Status, Version};
 use crate::sys::net::shutdown_write;
 
 /// What one read of the socket asks for at most.
@@ -164,9 +164,10 @@ pub struct Options {
     /// Where the connection goes once the answer ended exactly and the
     /// upstream keeps it open (none: it closes).
     pub keep: Option<Keep>,
-    /// The request asks to switch protocols (its head says `Upgrade`):
-    /// a 101 makes the answer a tunnel (else a 101 is a 502).
-    pub upgrade: bool,
+    /// The request asks to switch protocols to this `Upgrade` list (as
+    /// its head says): a 101 to them makes the answer a tunnel (else a
+    /// 101 is a 502).
+    pub upgrade: Option<Box<[u8]>>,
     /// It does so for an HTTP/2 client's extended CONNECT (RFC 8441).
     pub connect: bool,
     /// The request's place among its rule's upstreams (none: the one
@@ -626,12 +627,12 @@ impl ProxyBody {
                 Ok(None) => return None,
                 Ok(Some(h)) => h,
             };
-            if h.status == 101 && !self.opts.upgrade {
+            if h.status == 101 && self.opts.upgrade.is_none() {
                 let why = "101 Switching Protocols to a request that asked for none";
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
-            if h.status == 101 {
-                if let Some(why) = switch_refused(&fields[..count]) {
+            if let (101, Some(offered)) = (h.status, self.opts.upgrade.as_deref()) {
+                if let Some(why) = switch_refused(&h, &fields[..count], offered) {
                     return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
                 }
             }
@@ -730,7 +731,7 @@ impl ProxyBody {
     /// Before the upstream switched, an upgrade's input takes the bytes
     /// to hold for the tunnel.
     fn holds_early(&self) -> bool {
-        self.opts.upgrade && !self.tunnel && !self.body_open
+        self.opts.upgrade.is_some() && !self.tunnel && !self.body_open
     }
 
     /// Body bytes read into `buf`, taken out of their framing: what to
@@ -801,26 +802,45 @@ fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
     [&head[..from], host, &head[to..]].concat()
 }
 
-/// Why a 101 with `fields` is no switch brisk opens a tunnel for: one
-/// without `Upgrade` (RFC 9110 §15.2.2: it names the protocol now
-/// spoken), or to a protocol that carries HTTP requests (`h2c`, `HTTP/x`,
-/// `TLS/x`), which brisk never asks for (see
-/// [`super::request::switches_to_http`]; RFC 9110 §7.8: a server may not
-/// switch to a protocol not asked for): through that tunnel the client
-/// would send requests straight to the upstream, past brisk's rules.
-fn switch_refused(fields: &[Header<'_>]) -> Option<&'static str> {
-    let mut upgrades = fields
+/// Why a 101 `h` with `fields`, to a request that offered the `Upgrade`
+/// list `offered`, is no switch brisk opens a tunnel for: one in HTTP/1.0
+/// (RFC 9110 §15.2.2: no 101 is sent to an HTTP/1.0 request, and brisk's
+/// is HTTP/1.1 to it: HTTP/1.0 has no 101, its answer is malformed); one
+/// without `Upgrade` (§15.2.2: it names the protocol now spoken); one to
+/// a protocol that carries HTTP requests (`h2c`, `HTTP/x`, `TLS/x`),
+/// which brisk never asks for (see [`super::request::switches_to_http`]):
+/// through that tunnel the client would send requests straight to the
+/// upstream, past brisk's rules; or one to any protocol the client did
+/// not offer (§7.8: a server may not switch to one not asked for; its
+/// `Upgrade` lines are one list).
+fn switch_refused(
+    h: &ResponseHead<'_>,
+    fields: &[Header<'_>],
+    offered: &[u8],
+) -> Option<&'static str> {
+    if h.version != Version::Http11 {
+        return Some("101 Switching Protocols in HTTP/1.0, which has none");
+    }
+    let upgrades = fields
         .iter()
         .filter(|f| f.name.eq_ignore_case(b"upgrade"))
+        .map(|f| f.value);
+    let mut named = upgrades
+        .clone()
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|p| !p.is_empty())
         .peekable();
-    if upgrades.peek().is_none() {
+    if named.peek().is_none() {
         return Some("101 Switching Protocols without Upgrade");
     }
-    upgrades
-        .any(|f| super::request::switches_to_http(f.value))
-        .then_some(
+    if upgrades.clone().any(super::request::switches_to_http) {
+        return Some(
             "101 Switching Protocols to a protocol that carries HTTP requests, not asked for",
-        )
+        );
+    }
+    (!named.all(|p| has_token(offered, p)))
+        .then_some("101 Switching Protocols to a protocol the client did not offer")
 }
 
 /// Whether the upstream's field `name` goes on to the client, in the head
@@ -1252,7 +1272,7 @@ impl Input for ProxyBody {
     }
 
     fn end_with(&mut self, trailers: &[u8]) {
-        if self.opts.upgrade && !self.tunnel {
+        if self.opts.upgrade.is_some() && !self.tunnel {
             self.ended_early = true;
         }
         if !self.body_open || self.outbox.body_end {

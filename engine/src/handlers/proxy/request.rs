@@ -57,9 +57,9 @@ pub struct Forward<'a> {
     /// The body's framing upstream.
     pub body: BodyOut,
     /// Ask the upstream to switch protocols (`Upgrade`, RFC 9110 §7.8:
-    /// a WebSocket): the client's `Upgrade` goes on, with
-    /// `Connection: upgrade`.
-    pub upgrade: bool,
+    /// a WebSocket) to this list, the client's `Upgrade` as checked (all
+    /// its lines, joined): it goes on, with `Connection: upgrade`.
+    pub upgrade: Option<&'a [u8]>,
     /// Fields to set (replacing the client's of the same name).
     pub set: &'a [(Box<str>, Box<str>)],
     /// Fields to leave out (names, any case).
@@ -311,7 +311,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
     if te {
         out.extend_from_slice(b"TE: trailers\r\n");
     }
-    let upgrade = f.upgrade.then(|| req.header("upgrade")).flatten();
+    let upgrade = f.upgrade;
     match (te, upgrade.is_some()) {
         (false, false) => {}
         (true, false) => out.extend_from_slice(b"Connection: TE\r\n"),

@@ -28,7 +28,7 @@ fn forward<'a>(req: &'a OwnedRequest, client: &str) -> Forward<'a> {
         trusted: false,
         via: false,
         body: BodyOut::None,
-        upgrade: false,
+        upgrade: None,
         set: &[],
         remove: &[],
     }
@@ -135,7 +135,7 @@ fn te_trailers_and_the_trailer_announcement_are_brisks_own_for_its_hop() {
          TE: trailers\r\n\r\n",
     );
     let mut f = forward(&req, "192.0.2.7:1");
-    f.upgrade = true;
+    f.upgrade = Some(b"websocket");
     let sent = written(&req, &f);
     assert!(
         sent.ends_with("\r\nTE: trailers\r\nConnection: TE, upgrade\r\nUpgrade: websocket\r\n\r\n"),
@@ -203,7 +203,7 @@ fn an_upgrade_goes_on_only_when_asked() {
     );
     let mut f = forward(&req, "127.0.0.1:9");
     assert!(!written(&req, &f).contains("pgrade"));
-    f.upgrade = true;
+    f.upgrade = Some(b"websocket");
     assert!(written(&req, &f).ends_with(
         "Sec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\n\
          X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: h\r\n\

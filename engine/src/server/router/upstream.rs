@@ -21,7 +21,7 @@ use crate::handlers::{Body, Plan};
 use crate::http::grammar::{has_token, hex_value};
 use crate::http::parse::{self, BodyFraming};
 use crate::http::path::{decode_and_normalize, has_dot_segment, read_otherwise, split_target};
-use crate::http::request::{OwnedRequest, MAX_HEADERS};
+use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
 use crate::http::{Method, Status, Version};
 
 /// A request for what a rule's `path` names without its final `/`
@@ -254,14 +254,20 @@ fn upstream_plan(
     // otherwise the request goes without its `Upgrade`. (An HTTP/2
     // request has an `Upgrade` only as an extended CONNECT's handshake:
     // see `server::h2::request`.)
-    let upgrade = rule.websocket
-        && req.version() != Version::Http10
-        && body == BodyOut::None
-        && req.header("upgrade").is_some_and(|u| !switches_to_http(u))
-        && req
-            .headers()
-            .filter(|h| h.name.eq_ignore_case(b"connection"))
-            .any(|h| has_token(h.value, b"upgrade"));
+    // (`Upgrade` on several lines is one list, RFC 9110 §5.3: all of it
+    // is checked, and all of it goes on; one that names no protocol asks
+    // for nothing.)
+    let upgrade = req.field(Field::Upgrade).filter(|u| {
+        rule.websocket
+            && req.version() != Version::Http10
+            && body == BodyOut::None
+            && u.split(|&b| b == b',').any(|p| !p.trim_ascii().is_empty())
+            && !switches_to_http(u)
+            && req
+                .headers()
+                .filter(|h| h.name.eq_ignore_case(b"connection"))
+                .any(|h| has_token(h.value, b"upgrade"))
+    });
     let forwarded = req.forwarded();
     let https = forwarded
         .and_then(|f| f.https)
@@ -320,8 +326,8 @@ fn upstream_plan(
                 }),
             },
             keep: None,
-            upgrade,
-            connect: upgrade && req.version() == Version::Http2,
+            upgrade: upgrade.map(Box::from),
+            connect: upgrade.is_some() && req.version() == Version::Http2,
             turn: None,
         },
         #[cfg(feature = "tls")]

@@ -312,6 +312,9 @@ impl Worker {
         let uni = id.dir() == Dir::Uni;
         let mut then = Then::Nothing;
         let (mut head, mut body, mut ended) = (None, Vec::new(), false);
+        // (The trailers' fields that may pass: a producer's input passes
+        // them on, as HTTP/2's.)
+        let mut trailers = Vec::new();
         let (mut got, mut reread) = (false, false);
         let Some(s) = c.h3_mut() else { return };
         if s.drop_unwanted(id) {
@@ -377,7 +380,10 @@ impl Worker {
                 let r = h3.request_data(key, &bytes, fin, &mut |ev| match ev {
                     RequestEvent::Head { end } => head = Some(end),
                     RequestEvent::Body(b) => body.extend_from_slice(b),
-                    RequestEvent::End => ended = true,
+                    RequestEvent::End(t) => {
+                        ended = true;
+                        trailers.extend_from_slice(t);
+                    }
                 });
                 match r {
                     Err(Failure::Stream(e)) => Then::Reset(e.code),
@@ -425,7 +431,7 @@ impl Worker {
         let Some(end) = head else {
             // More of a body (its head was answered before).
             if let Some(index) = index.filter(|_| !body.is_empty() || ended) {
-                self.h2_data(c, index, &body, ended, None);
+                self.h2_data(c, index, &body, ended, Some(&trailers));
             }
             return;
         };
@@ -436,10 +442,11 @@ impl Worker {
             end_request(s, id, key, Code::REQUEST_REJECTED);
             return;
         };
-        // (A stream that ended in the same read with no body bytes asks
-        // with no body, as if its HEADERS had ended it: no STOP_SENDING
-        // for a body that will never come, a frame a request saved.)
-        let end = end || (ended && body.is_empty());
+        // (A stream that ended in the same read with no body bytes, nor
+        // trailers that pass, asks with no body, as if its HEADERS had
+        // ended it: no STOP_SENDING for a body that will never come, a
+        // frame a request saved.)
+        let end = end || (ended && body.is_empty() && trailers.is_empty());
         if self.crowded(c) {
             // (As HTTP/2 refuses it: `Worker::crowded`.)
             if let Some(s) = c.h3_mut() {
@@ -459,7 +466,7 @@ impl Worker {
         self.pools.take_back_request(r);
         if !body.is_empty() || (ended && !end) {
             // (Where the route said: a producer, a wait, or nowhere.)
-            self.h2_data(c, index, &body, ended, None);
+            self.h2_data(c, index, &body, ended, Some(&trailers));
         }
         if reread {
             self.h3_read(c, id);

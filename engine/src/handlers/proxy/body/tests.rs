@@ -31,7 +31,7 @@ fn options(body: BodyOut) -> Options {
         forward: Default::default(),
         answer: Answer::default(),
         keep: None,
-        upgrade: false,
+        upgrade: None,
         connect: false,
         turn: None,
     }
@@ -49,7 +49,7 @@ fn forwarded(head: &str, body: BodyOut) -> Vec<u8> {
         trusted: false,
         via: false,
         body,
-        upgrade: false,
+        upgrade: None,
         set: &[],
         remove: &[],
     };
@@ -470,7 +470,7 @@ fn an_answer_ended_exactly_leaves_its_connection_to_the_pool() {
 fn handshake(connect: bool) -> (ProxyBody, UnixStream) {
     let head = b"GET /ws HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n";
     let opts = Options {
-        upgrade: true,
+        upgrade: Some(b"websocket".as_slice().into()),
         connect,
         ..options(BodyOut::None)
     };
@@ -520,7 +520,7 @@ fn a_101_to_an_upgrade_makes_a_tunnel_both_ways_with_half_closes() {
 }
 
 #[test]
-fn a_101_without_upgrade_or_to_a_protocol_that_carries_http_is_a_502() {
+fn a_101_in_http_1_0_without_upgrade_or_to_a_protocol_not_offered_is_a_502() {
     let m = logs();
     for (answer, why) in [
         (
@@ -534,6 +534,22 @@ fn a_101_without_upgrade_or_to_a_protocol_that_carries_http_is_a_502() {
         (
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nUpgrade: HTTP/2.0\r\n\r\n",
             "101 Switching Protocols to a protocol that carries HTTP requests, not asked for",
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: , \r\n\r\n",
+            "101 Switching Protocols without Upgrade",
+        ),
+        (
+            "HTTP/1.0 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+            "101 Switching Protocols in HTTP/1.0, which has none",
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket/2\r\n\r\n",
+            "101 Switching Protocols to a protocol the client did not offer",
+        ),
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nUpgrade: foo\r\n\r\n",
+            "101 Switching Protocols to a protocol the client did not offer",
         ),
     ] {
         for connect in [false, true] {

@@ -41,7 +41,7 @@ fn handshake(connect: bool) -> (Box<dyn Produce>, UnixStream) {
         forward: Default::default(),
         answer: Answer::default(),
         keep: None,
-        upgrade: true,
+        upgrade: Some(b"websocket".as_slice().into()),
         connect,
         turn: None,
     };
