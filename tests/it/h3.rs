@@ -513,6 +513,12 @@ fn an_upstream_s_early_hints_are_interim_headers_over_h3() {
 /// do (proxy_trailers.rs): at the end of the chunked body brisk sends,
 /// announced by its `Trailer`, less what a trailer must not hold.
 #[cfg(feature = "upstreams")]
+/// The head of a PUT of /api/f as brisk forwards it from an HTTP/3 client
+/// of a.test, up to its framing.
+const PUT_F: &str = "PUT /api/f HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-For: 127.0.0.1\r\n\
+    X-Forwarded-Proto: https\r\nX-Forwarded-Host: a.test\r\n\
+    Forwarded: for=127.0.0.1;proto=https;host=\"a.test\"\r\n";
+
 #[test]
 fn a_clients_trailers_reach_the_upstream_as_chunked_trailers() {
     let (addr, got) = crate::proxy_trailers::recording_upstream();
@@ -535,21 +541,17 @@ fn a_clients_trailers_reach_the_upstream_as_chunked_trailers() {
     assert_eq!(fields(&out["responses"][0])[0], ":status: 204", "{out}");
     assert_eq!(
         got.recv_timeout(crate::common::IO_TIMEOUT).unwrap(),
-        "PUT /api/f HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-For: 127.0.0.1\r\n\
-         X-Forwarded-Proto: https\r\nX-Forwarded-Host: a.test\r\n\
-         Forwarded: for=127.0.0.1;proto=https;host=\"a.test\"\r\n\
-         Transfer-Encoding: chunked\r\nTrailer: x-sum, grpc-status\r\n\
-         TE: trailers\r\nConnection: TE\r\n\r\n\
-         5\r\nhello\r\n0\r\nx-sum: 5\r\ngrpc-status: 0\r\n\r\n"
+        format!(
+            "{PUT_F}Transfer-Encoding: chunked\r\nTrailer: x-sum, grpc-status\r\n\
+             TE: trailers\r\nConnection: TE\r\n\r\n\
+             5\r\nhello\r\n0\r\nx-sum: 5\r\ngrpc-status: 0\r\n\r\n"
+        )
     );
     // An empty body, then trailers: a body still, that ends with them.
     assert_eq!(fields(&out["responses"][1])[0], ":status: 204", "{out}");
     assert_eq!(
         got.recv_timeout(crate::common::IO_TIMEOUT).unwrap(),
-        "PUT /api/f HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-For: 127.0.0.1\r\n\
-         X-Forwarded-Proto: https\r\nX-Forwarded-Host: a.test\r\n\
-         Forwarded: for=127.0.0.1;proto=https;host=\"a.test\"\r\n\
-         Transfer-Encoding: chunked\r\n\r\n0\r\nx-sum: 0\r\n\r\n"
+        format!("{PUT_F}Transfer-Encoding: chunked\r\n\r\n0\r\nx-sum: 0\r\n\r\n")
     );
 }
 

@@ -1176,6 +1176,15 @@ fn an_upgrade_to_a_protocol_that_carries_http_is_never_passed_on() {
     assert_eq!(w.frame().unwrap().payload, b"hello");
 }
 
+/// A connection to `s` that sent the WebSocket handshake for /api/chat
+/// with `upgrade` (its lines) in place of its `Upgrade` line.
+fn handshake_with(s: &Server, upgrade: &str) -> Wire {
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    let head = handshake("/api/chat").replace("Upgrade: websocket\r\n", upgrade);
+    w.send(head.as_bytes());
+    w
+}
+
 /// `Upgrade` on two lines is one list (RFC 9110 §5.3, §7.8): the
 /// upstream is asked for all of it, as brisk checked it, not for the
 /// first line's protocols alone.
@@ -1183,13 +1192,7 @@ fn an_upgrade_to_a_protocol_that_carries_http_is_never_passed_on() {
 fn an_upgrade_on_two_lines_goes_on_as_one_list() {
     let up = Echo::start();
     let s = brisk(&up, "");
-    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
-    let two = "Upgrade: foo\r\nUpgrade: websocket\r\n";
-    w.send(
-        handshake("/api/chat")
-            .replace("Upgrade: websocket\r\n", two)
-            .as_bytes(),
-    );
+    let mut w = handshake_with(&s, "Upgrade: foo\r\nUpgrade: websocket\r\n");
     assert_eq!(
         up.next(),
         forwarded_handshake("Connection: upgrade\r\nUpgrade: foo, websocket\r\n")
@@ -1205,13 +1208,7 @@ fn an_upgrade_on_two_lines_goes_on_as_one_list() {
 fn an_upgrade_whose_second_line_names_h2c_is_not_passed_on() {
     let up = Echo::start();
     let s = brisk(&up, "");
-    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
-    let two = "Upgrade: websocket\r\nUpgrade: h2c\r\n";
-    w.send(
-        handshake("/api/chat")
-            .replace("Upgrade: websocket\r\n", two)
-            .as_bytes(),
-    );
+    let mut w = handshake_with(&s, "Upgrade: websocket\r\nUpgrade: h2c\r\n");
     assert_eq!(up.next(), forwarded_handshake(""));
     let head = w.head().expect("an answer");
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
