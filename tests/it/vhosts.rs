@@ -301,6 +301,12 @@ fn over_h2c_the_authority_picks_the_site() {
         // HTTP/1.1 absolute-form target, its host would pick the site.
         ("b.test", None, "http://example.org/same.txt"),
         ("b.test", None, "same.txt"),
+        // An empty :authority names no host, which an http URI must
+        // have (RFC 9110 §4.2.1): malformed, the stream is reset
+        // (RFC 9113 §8.1.1), as HTTP/3 does (RFC 9114 §4.3.1). A host
+        // field does not make up for it.
+        ("", None, "/same.txt"),
+        ("", Some("b.test"), "/same.txt"),
     ] {
         let mut block = Vec::new();
         hpack::encode_field(b":method", b"GET", &mut block);
@@ -329,6 +335,9 @@ fn over_h2c_the_authority_picks_the_site() {
     assert_eq!(answers[4].status(), "400");
     assert_eq!(answers[5].status(), "400");
     assert_eq!(answers[6].status(), "400");
+    for a in &answers[7..] {
+        assert_eq!((a.status(), a.reset), ("", Some(1)), "PROTOCOL_ERROR");
+    }
     assert_eq!(answers[0].field("x-site"), Some("a"));
     assert_eq!(answers[1].field("x-site"), None);
 }
