@@ -1895,3 +1895,20 @@ fn no_servlet_holds_a_request_s_coroutine() {
     assert!(raw.len() > 1000 * 65536);
     assert!(!s.stderr().contains("cannot resume"));
 }
+
+/// A directory named as a servlet (`x.lua/`) is no servlet: it is
+/// answered as the static files answer a directory asked for without its
+/// final `/` (301 to it, the query kept), and below it the static files
+/// answer (its index, a listing with `autoindex`, else 403). It was a
+/// 403 at once.
+#[test]
+fn a_directory_named_like_a_servlet_is_a_directory() {
+    let s = server(&[("servlets/app.lua/index.html", "the index\n")]);
+    let r = get(&s, "/servlets/app.lua?a=1");
+    assert_eq!(r.status, 301, "{}", r.text());
+    assert_eq!(r.header("Location"), Some("/servlets/app.lua/?a=1"));
+    let r = get(&s, "/servlets/app.lua/");
+    assert_eq!((r.status, r.text()), (200, "the index\n".to_string()));
+    // A servlet that is not there is still a 404.
+    assert_eq!(get(&s, "/servlets/none.lua").status, 404);
+}
