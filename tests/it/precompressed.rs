@@ -342,3 +342,52 @@ fn a_sidecar_added_later_is_seen_within_the_cache_validity() {
     let r = s.get("/late.txt");
     assert_file(&r, b"late", "text/plain; charset=utf-8", "", Conn::Close);
 }
+
+/// A `.svgz` is SVG gzipped: it is sent as `image/svg+xml` with
+/// `Content-Encoding: gzip` (what nginx and Apache users configure;
+/// without it a browser shows the gzip bytes), to every client (the
+/// bytes have no other form: no `Vary`), never compressed again by
+/// `[compress]`, and its ranges and validators are the file's bytes'.
+#[test]
+fn an_svgz_is_served_as_gzipped_svg() {
+    let body: Vec<u8> = b"\x1f\x8b\x08\x00"
+        .iter()
+        .chain(b"<svg/>".repeat(200).iter())
+        .copied()
+        .collect();
+    let mut b = Builder::new();
+    b.file("pic.svgz", &body);
+    b.file("UPPER.SVGZ", &body);
+    if cfg!(feature = "compress") {
+        b.config("[compress]\nenable = true\nthreads = 1\n");
+    }
+    let s = b.start();
+    let svg = "image/svg+xml; charset=utf-8";
+    let gz = "Content-Encoding: gzip\r\n";
+    for accept in [
+        "",
+        "Accept-Encoding: gzip, br\r\n",
+        "Accept-Encoding: br\r\n",
+    ] {
+        for path in ["/pic.svgz", "/UPPER.SVGZ"] {
+            let r = s.get_with(path, accept);
+            assert_file(&r, &body, svg, gz, Conn::Close);
+        }
+    }
+    let r = s.get_with("/pic.svgz", "Accept-Encoding: gzip\r\nRange: bytes=1-2\r\n");
+    let len = body.len();
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "206 Partial Content",
+            &format!(
+                "{}{gz}Content-Range: bytes 1-2/{len}\r\n\
+                 Content-Length: 2\r\nConnection: close\r\n",
+                file_headers(len, svg)
+            )
+        )
+    );
+    assert_eq!(r.body, b"\x8b\x08");
+    let r = s.get_with("/pic.svgz", &format!("If-None-Match: {}\r\n", etag(len)));
+    assert_eq!(r.masked_head(), not_modified(len, ""));
+}

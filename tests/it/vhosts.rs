@@ -76,6 +76,27 @@ fn the_host_picks_the_site_whatever_its_case_port_or_trailing_dot() {
     assert_eq!(c10.response().text(), "default same\n");
 }
 
+/// An IPv6 literal is one address however it is written (RFC 4291
+/// §2.2: leading zeros, `::`, hex case): the host and the `hosts` entry
+/// are compared in the one form of RFC 5952.
+#[test]
+fn an_ipv6_literal_host_picks_its_site_however_it_is_written() {
+    let s = three_sites("[[site]]\nhosts = [\"::1\", \"[2001:DB8::a:0]\"]\nroot = \"b\"\n").start();
+    let mut c = s.connect();
+    for (host, want) in [
+        ("[::1]", "b index\n"),
+        ("[0:0::1]:8080", "b index\n"),
+        ("[0000:0:0:0:0:0:0:0001]", "b index\n"),
+        ("[2001:db8::a:0]", "b index\n"),
+        ("[2001:0DB8:0:0:0:0:A:0]:443", "b index\n"),
+        ("[::2]", "default index\n"),
+        ("[2001:db8::a]", "default index\n"),
+    ] {
+        let r = get_on(&mut c, "/", &format!("Host: {host}\r\n"));
+        assert_eq!((r.status, r.text()), (200, want.to_string()), "{host}");
+    }
+}
+
 #[test]
 fn a_file_of_one_site_is_never_served_for_another() {
     // The open-file cache is the worker's, shared by every site: the
@@ -301,6 +322,12 @@ fn over_h2c_the_authority_picks_the_site() {
         // HTTP/1.1 absolute-form target, its host would pick the site.
         ("b.test", None, "http://example.org/same.txt"),
         ("b.test", None, "same.txt"),
+        // An empty :authority names no host, which an http URI must
+        // have (RFC 9110 §4.2.1): malformed, the stream is reset
+        // (RFC 9113 §8.1.1), as HTTP/3 does (RFC 9114 §4.3.1). A host
+        // field does not make up for it.
+        ("", None, "/same.txt"),
+        ("", Some("b.test"), "/same.txt"),
     ] {
         let mut block = Vec::new();
         hpack::encode_field(b":method", b"GET", &mut block);
@@ -329,6 +356,9 @@ fn over_h2c_the_authority_picks_the_site() {
     assert_eq!(answers[4].status(), "400");
     assert_eq!(answers[5].status(), "400");
     assert_eq!(answers[6].status(), "400");
+    for a in &answers[7..] {
+        assert_eq!((a.status(), a.reset), ("", Some(1)), "PROTOCOL_ERROR");
+    }
     assert_eq!(answers[0].field("x-site"), Some("a"));
     assert_eq!(answers[1].field("x-site"), None);
 }

@@ -178,6 +178,13 @@ impl Request {
         let Some(method) = self.method else {
             return Some("no :method");
         };
+        if self.authority.is_some_and(|a| a.start == a.end) {
+            // An authority without a host: every request form with one
+            // (http and https URIs, RFC 9110 §4.2.1; CONNECT's host and
+            // port) must name it. §8.3.1 wants no :authority at all for
+            // a target without one (RFC 9114 §4.3.1: not empty either).
+            return Some("an empty :authority");
+        }
         let connect = self.get(method) == b"CONNECT";
         if self.protocol.is_some() {
             // RFC 8441 §4: an extended CONNECT has all four others.

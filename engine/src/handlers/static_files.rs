@@ -639,13 +639,25 @@ fn negotiate(
     cache: &mut FileCache,
     identity: Option<Rc<Entry>>,
 ) -> Chosen {
-    #[allow(unused_mut)]
     let mut chosen = sidecars(files, req, s, cache, identity);
+    if chosen.coding.is_none() && chosen.entry.is_some() && svgz(&s.rel) {
+        // The file is its gzipped form already: its bytes for everyone
+        // (browsers take gzip), never compressed again.
+        chosen.coding = Some("gzip");
+    }
     #[cfg(feature = "compress")]
     if let Some(variants) = &files.variants {
         on_the_fly(files, variants, req, s, &mut chosen);
     }
     chosen
+}
+
+/// Whether the file `name` is a `.svgz` (any case): SVG gzipped, served
+/// with `Content-Encoding: gzip` as nginx and Apache users configure it.
+fn svgz(name: &[u8]) -> bool {
+    let at = name.len().wrapping_sub(5);
+    name.get(at..)
+        .is_some_and(|ext| ext.eq_ignore_case(b".svgz"))
 }
 
 /// Puts a compressed variant of the identity file in `chosen` when the

@@ -51,7 +51,7 @@ use mlua::{Function, Lua, LuaOptions, StdLib, Table, Thread, Value};
 use super::app::{Handler, Request, Response};
 use super::stream::BodyStream;
 use crate::config::{Config, Level, ServletsConfig};
-use crate::sys::fs::{Meta, Root};
+use crate::sys::fs::{Kind, Meta, Root};
 use api::Out;
 use ffi::cpu::{self, CPU_LIMIT};
 use ffi::heap::Heap;
@@ -691,6 +691,8 @@ impl State {
         let (text, meta) = self.read(rel).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Failure::NotFound,
             std::io::ErrorKind::FileTooLarge => Failure::Error(e.to_string()),
+            // (Not a file: only a directory is no error of the site's.)
+            _ if self.root.stat(rel).is_ok_and(|(_, m)| m.kind == Kind::Dir) => Failure::Directory,
             _ => Failure::Forbidden(e.to_string()),
         })?;
         let name = String::from_utf8_lossy(rel).into_owned();
@@ -858,6 +860,8 @@ fn is_memory(e: &mlua::Error) -> bool {
 /// Why a servlet did not answer.
 enum Failure {
     NotFound,
+    /// A directory has the servlet's name (`x.lua/`).
+    Directory,
     Forbidden(String),
     Cpu,
     Error(String),
@@ -944,6 +948,7 @@ impl Handler for Servlets {
         let now = Instant::now();
         let slot = match state.load(rel, req.path, now) {
             Ok(s) => s,
+            Err(Failure::Directory) => return to_directory(req, resp),
             Err(f) => return state.answer_failure(rel, f, resp, now),
         };
         if let Err(f) = state.run(rel, slot, req, resp) {
@@ -954,6 +959,16 @@ impl Handler for Servlets {
 
 fn not_found(resp: &mut Response<'_>) {
     error_page(resp, 404);
+}
+
+/// A directory named as a servlet (`x.lua/`) is no servlet: it is
+/// answered as the static files answer a directory asked for without
+/// its `/` (301 to it, the query kept), and below it they answer.
+fn to_directory(req: &Request<'_>, resp: &mut Response<'_>) {
+    let (raw_path, query) = crate::http::path::split_target(req.target);
+    let location = crate::handlers::static_files::with_slash(raw_path, query);
+    error_page(resp, 301);
+    let _ = resp.header("Location", &String::from_utf8_lossy(&location));
 }
 
 /// Answers `status` with brisk's error page (what the servlet wrote is
@@ -994,7 +1009,19 @@ impl State {
         let mut spent = 0;
         let running = api::Running::start(&out);
         let ran = api::request(req, || {
-            run::resume(&self.lua, &thread, 2, ticks, &mut spent)
+            let start = cpu::ticks();
+            let mut ran = run::resume(&self.lua, &thread, 2, ticks, &mut spent)?;
+            // A yield that wrote nothing (its own coroutine.yield()) is
+            // resumed at once, the ticks between counted (as `Piecewise`
+            // does): a loop of them runs out of its budget here, before
+            // the head, and is the CPU limit's 503 (made a streamed
+            // answer, its failing first piece was a 500).
+            while ran == Ran::Yielded && out.borrow().body.is_empty() {
+                spent = spent.max(cpu::ticks() - start);
+                let left = ticks.saturating_sub(spent);
+                ran = run::resume(&self.lua, &thread, 0, left, &mut spent)?;
+            }
+            Ok(ran)
         })
         .map_err(|e| self.failure(e))?;
         drop(running);
@@ -1057,7 +1084,7 @@ impl State {
     /// the reason (at most once a minute for the same one).
     fn answer_failure(&self, rel: &[u8], f: Failure, resp: &mut Response<'_>, now: Instant) {
         let (status, why) = match f {
-            Failure::NotFound => return not_found(resp),
+            Failure::NotFound | Failure::Directory => return not_found(resp),
             Failure::Forbidden(why) => (403, why),
             Failure::Cpu => (
                 503,
@@ -1169,7 +1196,7 @@ impl BodyStream for Piecewise {
             let why = match failure {
                 Failure::Cpu => format!("stopped: {CPU_LIMIT}"),
                 Failure::Error(why) | Failure::Forbidden(why) => why,
-                Failure::NotFound => String::new(),
+                Failure::NotFound | Failure::Directory => String::new(),
             };
             return Err(format!(
                 "servlet {}: {why}",
