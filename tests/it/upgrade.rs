@@ -283,6 +283,29 @@ fn a_new_binary_that_cannot_start_changes_nothing() {
     );
 }
 
+/// The binary removed since the start (a package removed, a path
+/// mistyped by a deploy script): the error log names it and why it
+/// cannot start (the helper's own failure was reported as an I/O error).
+#[test]
+fn a_binary_gone_since_the_start_is_named_by_the_failed_upgrade() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (old, addr) = start(&bin, &dir.path, "");
+    fs::remove_file(&bin).unwrap();
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(&dir.path, "SIGUSR2: cannot start");
+    let said = line.split_once("] ").map_or("", |(_, said)| said);
+    assert_eq!(
+        said,
+        format!(
+            "SIGUSR2: cannot start the new binary {}: No such file or directory (os error 2); still serving",
+            bin.display()
+        )
+    );
+    assert_eq!(request(addr, &mut None), Ok(()));
+}
+
 #[test]
 fn upgrade_false_keeps_no_helper() {
     let dir = site();

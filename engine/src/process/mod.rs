@@ -130,7 +130,10 @@ fn start_upgrade(
         Err(e) => {
             log.log(
                 Level::Error,
-                format_args!("SIGUSR2: cannot start the new binary: {e}; still serving"),
+                format_args!(
+                    "SIGUSR2: cannot start the new binary {}: {e}; still serving",
+                    helper.program().display()
+                ),
             );
             None
         }
