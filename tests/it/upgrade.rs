@@ -501,3 +501,38 @@ fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file_to_the_helper_too() 
     }
     a_stop_during_an_upgrade_leaves_the_new_pid_file("user = \"nobody\"\n");
 }
+
+/// SIGTERM right after SIGUSR2, with no stop delay, while the new brisk
+/// is still starting (here a second late, through a wrapper script): the
+/// old one, with nothing to drain, waits for it (within
+/// `timeouts.shutdown`) rather than killing it, so that the new brisk
+/// serves on and the pid file names it.
+#[test]
+fn a_stop_right_after_sigusr2_waits_for_the_new_brisk_to_serve() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let real = dir.path.join("brisk.real");
+    copy_binary(&real);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    let body = format!("sleep 1; exec '{}' \"$@\"", real.display());
+    let new = upgrade_to_a_stuck_script(&dir.path, &bin, &old, &body);
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGTERM) };
+    wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    let log = fs::read_to_string(dir.path.join("error.log")).unwrap();
+    let said = format!(
+        "SIGUSR2: the new brisk (pid {}) serves; this one stops",
+        new.0
+    );
+    assert!(log.lines().any(|l| l.ends_with(&said)), "{log}");
+    assert!(!exited(new.0), "{log}");
+    assert_eq!(
+        fs::read_to_string(dir.path.join("brisk.pid"))
+            .map(|t| t.trim().to_string())
+            .map_err(|e| e.to_string()),
+        Ok(new.0.to_string())
+    );
+    assert_eq!(request(addr, &mut None), Ok(()));
+    // (Stopped by its pid: SIGTERM when dropped.)
+    let _stop = Upgraded(new.0);
+}

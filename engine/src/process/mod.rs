@@ -579,6 +579,8 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         );
         main_log.flush();
     }
+    // (A new brisk still starting gets as long as the drain may take.)
+    let drained_by = Instant::now() + running.config().timeouts.shutdown;
     let left = running.stop();
     if left > 0 {
         // (Held by code that never returns to its loop: the process's
@@ -592,10 +594,11 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         );
     }
     // Stopped while an upgrade was under way: a new brisk that serves by
-    // now has the sockets (and the pid file); one that does not would
-    // find nobody waiting, or hold the sockets for ever if stuck: killed.
+    // the end of the drain's time has the sockets (and the pid file); one
+    // that does not would find nobody waiting, or hold the sockets for
+    // ever if stuck: killed.
     if let Some(mut p) = pending.take().filter(|_| stop != Stop::Upgraded) {
-        let line = match p.progress() {
+        let line = match p.progress_by(drained_by) {
             upgrade::Progress::Ready => format!(
                 "SIGUSR2: the new brisk (pid {}) serves; this one stops",
                 p.pid()
