@@ -456,6 +456,40 @@ fn without_the_sandbox_a_new_listen_address_serves() {
     assert_eq!(c.response().body, b"AAAA");
 }
 
+/// A listen address the new file no longer lists closes, and the error
+/// log says so beside the one it adds (it said only `now also listening`,
+/// as if both served).
+#[test]
+fn a_listen_address_a_reload_drops_is_said_to_close() {
+    let (p1, p2) = (free_port(), free_port());
+    let s = start_listening(&format!("sandbox = false\nlisten = [\"127.0.0.1:{p1}\"]"));
+    let line = reload(
+        &s,
+        &format!("sandbox = false\nlisten = [\"127.0.0.1:{p2}\"]"),
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    s.wait_stderr_line("SIGHUP: no longer listening");
+    let said: Vec<String> = s
+        .stderr()
+        .lines()
+        .filter_map(|l| Some(l.split_once("[info] SIGHUP: ")?.1.to_string()))
+        .filter(|l| l.contains("listening"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            format!("now also listening on http://127.0.0.1:{p2}/"),
+            format!("no longer listening on http://127.0.0.1:{p1}/")
+        ]
+    );
+    wait_until("the dropped address to refuse connections", || {
+        std::net::TcpStream::connect(("127.0.0.1", p1)).is_err()
+    });
+    let mut c = Client::connect(([127, 0, 0, 1], p2).into());
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"AAAA");
+}
+
 #[test]
 fn without_the_sandbox_a_new_auth_rule_applies() {
     let pw = TempDir::new("pw");
