@@ -536,3 +536,36 @@ fn a_stop_right_after_sigusr2_waits_for_the_new_brisk_to_serve() {
     // (Stopped by its pid: SIGTERM when dropped.)
     let _stop = Upgraded(new.0);
 }
+
+/// An upgrade whose configuration no longer lists an address that the
+/// previous brisk handed over says so: it closes as that brisk exits
+/// (nothing was said, and the line counted its sockets as served).
+#[test]
+fn an_address_the_new_configuration_drops_is_said_to_close() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    let port = free_port();
+    let cfg = dir.path.join("brisk.toml");
+    let text = fs::read_to_string(&cfg).unwrap();
+    let moved = text.replace(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = \"127.0.0.1:{port}\""),
+    );
+    assert_ne!(moved, text);
+    fs::write(&cfg, moved).unwrap();
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(
+        &dir.path,
+        "serves; this one finishes its requests and exits",
+    );
+    let _new = Upgraded(pid_in(&line));
+    wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    let log = fs::read_to_string(dir.path.join("error.log")).unwrap();
+    let said = format!(
+        "[info] upgrade: no longer listening on http://{addr}/ (the configuration does not list it)"
+    );
+    assert!(log.lines().any(|l| l.ends_with(&said)), "{log}");
+    assert_eq!(request(([127, 0, 0, 1], port).into(), &mut None), Ok(()));
+}

@@ -265,7 +265,11 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         .as_mut()
         .map(upgrade::inherited)
         .unwrap_or_default();
-    let handed = given.len();
+    // Where they listen: an address the configuration no longer lists
+    // closes with the previous brisk, which is said.
+    let handed_at: Vec<(SocketAddr, Speaks)> = (given.iter())
+        .filter_map(|g| Some((g.socket.local_addr().ok()?, g.speaks?)))
+        .collect();
     given.extend(
         passed
             .into_iter()
@@ -359,12 +363,25 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         .notes
         .extend(warnings.into_iter().map(|w| (Level::Warn, w)));
     if handover.is_some() {
+        let serving = server.local_addrs();
+        let handed = handed_at.iter().filter(|a| serving.contains(&a.0)).count();
         confined.notes.push((
             Level::Info,
             format!(
                 "upgrade: serving on the {handed} listening sockets the previous brisk handed over"
             ),
         ));
+        for (i, a) in handed_at.iter().enumerate() {
+            if !serving.contains(&a.0) && !handed_at[..i].contains(a) {
+                confined.notes.push((
+                    Level::Info,
+                    format!(
+                        "upgrade: no longer listening on {} (the configuration does not list it)",
+                        url(a)
+                    ),
+                ));
+            }
+        }
     }
     confined.notes.extend(tls_notes);
     let cfg = server.config();
