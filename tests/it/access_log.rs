@@ -221,6 +221,24 @@ fn sigusr1_reopens_the_access_log() {
     assert!(contains(&old, "/a.txt?before"));
 }
 
+/// With its logs on standard output and error (a service manager's
+/// journal) there is no file to reopen: SIGUSR1 (`brisk --reopen-logs`,
+/// which says "its error log says how it went") says so rather than
+/// nothing.
+#[test]
+fn sigusr1_with_no_log_file_says_so() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let s = b.start();
+    s.signal(libc::SIGUSR1);
+    let line = s.wait_stderr_line("SIGUSR1:");
+    assert!(
+        line.ends_with("[info] SIGUSR1: no log file to reopen (the logs go to standard output or error, or nowhere)"),
+        "{line}"
+    );
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
 /// The byte count of a common/combined line (the field after the status).
 fn logged_bytes(line: &[u8]) -> u64 {
     let text = String::from_utf8_lossy(line).into_owned();

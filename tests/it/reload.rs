@@ -456,6 +456,40 @@ fn without_the_sandbox_a_new_listen_address_serves() {
     assert_eq!(c.response().body, b"AAAA");
 }
 
+/// A listen address the new file no longer lists closes, and the error
+/// log says so beside the one it adds (it said only `now also listening`,
+/// as if both served).
+#[test]
+fn a_listen_address_a_reload_drops_is_said_to_close() {
+    let (p1, p2) = (free_port(), free_port());
+    let s = start_listening(&format!("sandbox = false\nlisten = [\"127.0.0.1:{p1}\"]"));
+    let line = reload(
+        &s,
+        &format!("sandbox = false\nlisten = [\"127.0.0.1:{p2}\"]"),
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    s.wait_stderr_line("SIGHUP: no longer listening");
+    let said: Vec<String> = s
+        .stderr()
+        .lines()
+        .filter_map(|l| Some(l.split_once("[info] SIGHUP: ")?.1.to_string()))
+        .filter(|l| l.contains("listening"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            format!("now also listening on http://127.0.0.1:{p2}/"),
+            format!("no longer listening on http://127.0.0.1:{p1}/")
+        ]
+    );
+    wait_until("the dropped address to refuse connections", || {
+        std::net::TcpStream::connect(("127.0.0.1", p1)).is_err()
+    });
+    let mut c = Client::connect(([127, 0, 0, 1], p2).into());
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"AAAA");
+}
+
 #[test]
 fn without_the_sandbox_a_new_auth_rule_applies() {
     let pw = TempDir::new("pw");
@@ -791,4 +825,98 @@ fn a_reload_reopens_the_log_files_as_logrotate_snippets_expect() {
     });
     let old = fs::read_to_string(&moved).expect("moved log");
     assert!(old.contains("/before") && !old.contains("/after"), "{old}");
+}
+
+/// In a container brisk is often process 1 of its PID namespace, and its
+/// pid file says `1`: `brisk --reload` and `--stop` (run in the container,
+/// as `docker exec` does) signal it, as any other brisk.
+#[test]
+fn reload_and_stop_signal_a_brisk_that_is_process_one_of_its_namespace() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    if brisk::sys::privileges::euid() != 0 {
+        skip("a PID namespace (unshare) needs root");
+        return;
+    }
+    let dir = TempDir::new("pid-one");
+    fs::create_dir(dir.path.join("www")).expect("mkdir www");
+    write_file(&dir.path.join("www/index.html"), b"one\n");
+    let port = free_port();
+    let cfg = dir.path.join("brisk.toml");
+    let pid_file = dir.path.join("brisk.pid");
+    let err_log = dir.path.join("error.log");
+    write_file(
+        &cfg,
+        format!(
+            "root = \"www\"\nworkers = 1\nlisten = [\"127.0.0.1:{port}\"]\nallow_root = true\n\
+             sandbox = false\npid_file = \"{}\"\n[log]\naccess = \"off\"\nerror = \"{}\"\nlevel = \"info\"\n",
+            pid_file.display(),
+            err_log.display()
+        )
+        .as_bytes(),
+    );
+    let cfg_arg = cfg.display().to_string();
+    let unshare = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+        .arg(env!("CARGO_BIN_EXE_brisk"))
+        .args(["--config", &cfg_arg])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(unshare) = unshare else {
+        skip("no unshare (util-linux)");
+        return;
+    };
+    let mut unshare = KillOnDrop(unshare);
+    // brisk as seen from here: the child unshare forked.
+    let children = format!("/proc/{0}/task/{0}/children", unshare.0.id());
+    let host_pid = wait_for("unshare to start brisk", || {
+        if let Ok(Some(status)) = unshare.0.try_wait() {
+            panic!("unshare exited at once ({status})");
+        }
+        let text = fs::read_to_string(&children).ok()?;
+        text.split_whitespace().next()?.parse::<u32>().ok()
+    });
+    wait_until("brisk to write its pid file", || {
+        fs::read_to_string(&pid_file).is_ok_and(|t| t == "1\n")
+    });
+    let brisk = |what: &str| {
+        Command::new("nsenter")
+            .args(["-t", &host_pid.to_string(), "-p", "-m", "--"])
+            .arg(env!("CARGO_BIN_EXE_brisk"))
+            .args(["--config", &cfg_arg, what])
+            .output()
+            .expect("run nsenter")
+    };
+    let out = brisk("--reload");
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        ),
+        (
+            Some(0),
+            format!(
+                "told brisk (pid 1, from {}) to reload; its error log says how it went\n",
+                pid_file.display()
+            ),
+            String::new()
+        )
+    );
+    wait_until("the reload to be logged", || {
+        fs::read_to_string(&err_log).is_ok_and(|t| t.contains("SIGHUP: configuration reloaded"))
+    });
+    // (Once process 1 exits, the kernel kills what is left in its
+    // namespace: this command too, if it has not exited by then.)
+    let out = brisk("--stop");
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGKILL),
+        "{out:?}"
+    );
+    assert!(
+        wait_exit(&mut unshare.0, std::time::Duration::from_secs(10)).is_some_and(|s| s.success()),
+        "brisk did not stop"
+    );
+    assert!(!pid_file.exists(), "the pid file is left");
 }

@@ -283,6 +283,29 @@ fn a_new_binary_that_cannot_start_changes_nothing() {
     );
 }
 
+/// The binary removed since the start (a package removed, a path
+/// mistyped by a deploy script): the error log names it and why it
+/// cannot start (the helper's own failure was reported as an I/O error).
+#[test]
+fn a_binary_gone_since_the_start_is_named_by_the_failed_upgrade() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (old, addr) = start(&bin, &dir.path, "");
+    fs::remove_file(&bin).unwrap();
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(&dir.path, "SIGUSR2: cannot start");
+    let said = line.split_once("] ").map_or("", |(_, said)| said);
+    assert_eq!(
+        said,
+        format!(
+            "SIGUSR2: cannot start the new binary {}: No such file or directory (os error 2); still serving",
+            bin.display()
+        )
+    );
+    assert_eq!(request(addr, &mut None), Ok(()));
+}
+
 #[test]
 fn upgrade_false_keeps_no_helper() {
     let dir = site();
@@ -477,4 +500,72 @@ fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file_to_the_helper_too() 
         return;
     }
     a_stop_during_an_upgrade_leaves_the_new_pid_file("user = \"nobody\"\n");
+}
+
+/// SIGTERM right after SIGUSR2, with no stop delay, while the new brisk
+/// is still starting (here a second late, through a wrapper script): the
+/// old one, with nothing to drain, waits for it (within
+/// `timeouts.shutdown`) rather than killing it, so that the new brisk
+/// serves on and the pid file names it.
+#[test]
+fn a_stop_right_after_sigusr2_waits_for_the_new_brisk_to_serve() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let real = dir.path.join("brisk.real");
+    copy_binary(&real);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    let body = format!("sleep 1; exec '{}' \"$@\"", real.display());
+    let new = upgrade_to_a_stuck_script(&dir.path, &bin, &old, &body);
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGTERM) };
+    wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    let log = fs::read_to_string(dir.path.join("error.log")).unwrap();
+    let said = format!(
+        "SIGUSR2: the new brisk (pid {}) serves; this one stops",
+        new.0
+    );
+    assert!(log.lines().any(|l| l.ends_with(&said)), "{log}");
+    assert!(!exited(new.0), "{log}");
+    assert_eq!(
+        fs::read_to_string(dir.path.join("brisk.pid"))
+            .map(|t| t.trim().to_string())
+            .map_err(|e| e.to_string()),
+        Ok(new.0.to_string())
+    );
+    assert_eq!(request(addr, &mut None), Ok(()));
+    // (Stopped by its pid: SIGTERM when dropped.)
+    let _stop = Upgraded(new.0);
+}
+
+/// An upgrade whose configuration no longer lists an address that the
+/// previous brisk handed over says so: it closes as that brisk exits
+/// (nothing was said, and the line counted its sockets as served).
+#[test]
+fn an_address_the_new_configuration_drops_is_said_to_close() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    let port = free_port();
+    let cfg = dir.path.join("brisk.toml");
+    let text = fs::read_to_string(&cfg).unwrap();
+    let moved = text.replace(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = \"127.0.0.1:{port}\""),
+    );
+    assert_ne!(moved, text);
+    fs::write(&cfg, moved).unwrap();
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(
+        &dir.path,
+        "serves; this one finishes its requests and exits",
+    );
+    let _new = Upgraded(pid_in(&line));
+    wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    let log = fs::read_to_string(dir.path.join("error.log")).unwrap();
+    let said = format!(
+        "[info] upgrade: no longer listening on http://{addr}/ (the configuration does not list it)"
+    );
+    assert!(log.lines().any(|l| l.ends_with(&said)), "{log}");
+    assert_eq!(request(([127, 0, 0, 1], port).into(), &mut None), Ok(()));
 }

@@ -323,12 +323,20 @@ impl Writer {
                 Err(msg) => errors.push(msg),
             }
         }
+        let failed = !errors.is_empty();
         for msg in errors {
             self.own_line(Level::Error, format_args!("{signal}: {msg}"));
         }
         if !reopened.is_empty() {
             let files = reopened.join(" and ");
             self.own_line(Level::Info, format_args!("{signal}: reopened {files}"));
+        } else if !failed && signal == "SIGUSR1" {
+            // (Said to whoever asked, `brisk --reopen-logs`; a reload,
+            // which reopens them too, says nothing of it.)
+            self.own_line(
+                Level::Info,
+                format_args!("{signal}: no log file to reopen (the logs go to standard output or error, or nowhere)"),
+            );
         }
         self.write_pending();
     }

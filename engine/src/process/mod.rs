@@ -130,7 +130,10 @@ fn start_upgrade(
         Err(e) => {
             log.log(
                 Level::Error,
-                format_args!("SIGUSR2: cannot start the new binary: {e}; still serving"),
+                format_args!(
+                    "SIGUSR2: cannot start the new binary {}: {e}; still serving",
+                    helper.program().display()
+                ),
             );
             None
         }
@@ -262,7 +265,11 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         .as_mut()
         .map(upgrade::inherited)
         .unwrap_or_default();
-    let handed = given.len();
+    // Where they listen: an address the configuration no longer lists
+    // closes with the previous brisk, which is said.
+    let handed_at: Vec<(SocketAddr, Speaks)> = (given.iter())
+        .filter_map(|g| Some((g.socket.local_addr().ok()?, g.speaks?)))
+        .collect();
     given.extend(
         passed
             .into_iter()
@@ -356,12 +363,25 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         .notes
         .extend(warnings.into_iter().map(|w| (Level::Warn, w)));
     if handover.is_some() {
+        let serving = server.local_addrs();
+        let handed = handed_at.iter().filter(|a| serving.contains(&a.0)).count();
         confined.notes.push((
             Level::Info,
             format!(
                 "upgrade: serving on the {handed} listening sockets the previous brisk handed over"
             ),
         ));
+        for (i, a) in handed_at.iter().enumerate() {
+            if !serving.contains(&a.0) && !handed_at[..i].contains(a) {
+                confined.notes.push((
+                    Level::Info,
+                    format!(
+                        "upgrade: no longer listening on {} (the configuration does not list it)",
+                        url(a)
+                    ),
+                ));
+            }
+        }
     }
     confined.notes.extend(tls_notes);
     let cfg = server.config();
@@ -576,6 +596,8 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         );
         main_log.flush();
     }
+    // (A new brisk still starting gets as long as the drain may take.)
+    let drained_by = Instant::now() + running.config().timeouts.shutdown;
     let left = running.stop();
     if left > 0 {
         // (Held by code that never returns to its loop: the process's
@@ -589,10 +611,11 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         );
     }
     // Stopped while an upgrade was under way: a new brisk that serves by
-    // now has the sockets (and the pid file); one that does not would
-    // find nobody waiting, or hold the sockets for ever if stuck: killed.
+    // the end of the drain's time has the sockets (and the pid file); one
+    // that does not would find nobody waiting, or hold the sockets for
+    // ever if stuck: killed.
     if let Some(mut p) = pending.take().filter(|_| stop != Stop::Upgraded) {
-        let line = match p.progress() {
+        let line = match p.progress_by(drained_by) {
             upgrade::Progress::Ready => format!(
                 "SIGUSR2: the new brisk (pid {}) serves; this one stops",
                 p.pid()

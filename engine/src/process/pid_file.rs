@@ -111,11 +111,13 @@ pub fn signal_running(path: &Path, signal: i32) -> Result<i32, String> {
         ),
         _ => format!("cannot read {shown}: {e}"),
     })?;
+    // (Process 1 too: brisk is that in a container. 0 and negative
+    // numbers would signal process groups.)
     let pid: i32 = text
         .trim()
         .parse()
         .ok()
-        .filter(|&pid| pid > 1)
+        .filter(|&pid| pid > 0)
         .ok_or_else(|| {
             format!(
                 "{shown} does not hold a process id (it holds {:?})",

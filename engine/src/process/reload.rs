@@ -45,13 +45,19 @@ pub(super) fn on_hangup(
                     if n == 1 { "new worker serves" } else { "new workers serve" }
                 ),
             );
-            for a in running.listeners() {
-                if !before.contains(&a) {
-                    log.log(
-                        Level::Info,
-                        format_args!("SIGHUP: now also listening on {}", url(&a)),
-                    );
-                }
+            let now = running.listeners();
+            for a in now.iter().filter(|a| !before.contains(a)) {
+                log.log(
+                    Level::Info,
+                    format_args!("SIGHUP: now also listening on {}", url(a)),
+                );
+            }
+            // (Closed once the previous workers let go of their copies.)
+            for a in before.iter().filter(|a| !now.contains(a)) {
+                log.log(
+                    Level::Info,
+                    format_args!("SIGHUP: no longer listening on {}", url(a)),
+                );
             }
             "serving (configuration reloaded)"
         }

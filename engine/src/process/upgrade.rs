@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::server::{Inherited, Running, Speaks};
 use crate::sys::upgrade::{Handover, Started, Upgrader};
+use crate::sys::{self, signal::Signal};
 
 /// How long the new brisk may take to serve before the upgrade is given
 /// up (it is then killed: see [`Pending::abandon`]).
@@ -100,6 +101,22 @@ impl Pending {
                 }
             }
             Err(e) => Progress::Failed(format!("cannot hear from the new brisk: {e}")),
+        }
+    }
+
+    /// At a stop: [`Pending::progress`], waiting for a new brisk still
+    /// starting until `until` at most (a second SIGTERM or SIGINT ends the
+    /// wait), so that a stop right after SIGUSR2, with nothing to drain,
+    /// does not kill a new brisk about to serve.
+    pub(super) fn progress_by(&mut self, until: Instant) -> Progress {
+        loop {
+            let now = self.progress();
+            if !matches!(now, Progress::Waiting) || Instant::now() >= until {
+                return now;
+            }
+            if sys::signal::wait(Duration::from_millis(50)) == Some(Signal::Terminate) {
+                return now;
+            }
         }
     }
 

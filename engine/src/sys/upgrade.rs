@@ -27,7 +27,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::service::{self, recv, send};
@@ -70,6 +70,8 @@ pub struct Program {
 #[derive(Debug)]
 pub struct Upgrader {
     sock: Mutex<OwnedFd>,
+    /// The program it starts, for the lines about it.
+    path: PathBuf,
 }
 
 /// A new brisk started: its pid, and the pipe it says "ready" on (the
@@ -92,7 +94,13 @@ impl Upgrader {
         )?;
         Ok(Upgrader {
             sock: Mutex::new(sock),
+            path: program.path,
         })
+    }
+
+    /// The path of the program an upgrade starts.
+    pub fn program(&self) -> &Path {
+        &self.path
     }
 
     /// Hands the helper `sockets` (each with what its clients speak and
@@ -297,7 +305,9 @@ fn launch(program: &Program, handed: &[(OwnedFd, String)]) -> io::Result<(Launch
         drop(ready_r);
         drop(pid_r);
         drop(go_w);
-        let pid = spawn(program, handed, ready_w.as_raw_fd()).unwrap_or(-1);
+        // (A failure as its errno, negated: ENOENT for a binary gone.)
+        let pid = spawn(program, handed, ready_w.as_raw_fd())
+            .unwrap_or_else(|e| e.raw_os_error().unwrap_or(libc::EIO).wrapping_neg());
         let mut out = std::fs::File::from(pid_w);
         let _ = out.write_all(&pid.to_ne_bytes());
         let _ = std::fs::File::from(go_r).read(&mut [0u8; 1]);
@@ -321,11 +331,11 @@ fn launch(program: &Program, handed: &[(OwnedFd, String)]) -> io::Result<(Launch
     unsafe { libc::waitpid(child, &mut status, 0) };
     read.map_err(|_| io::Error::other("the new brisk could not be started"))?;
     match pid {
-        -1 => Err(io::Error::other(format!(
-            "cannot start {}",
-            program.path.display()
-        ))),
-        pid => Ok((Launched { pid, pidfd }, ready_r)),
+        1.. => Ok((Launched { pid, pidfd }, ready_r)),
+        errno => Err(io::Error::from_raw_os_error(match errno {
+            0 => libc::EIO,
+            _ => errno.wrapping_neg(),
+        })),
     }
 }
 
