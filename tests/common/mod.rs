@@ -206,6 +206,8 @@ pub struct Builder {
     cwd: Option<PathBuf>,
     /// The user and group brisk is started as (the test's, if `None`).
     run_as: Option<(u32, u32)>,
+    /// Environment variables set for brisk (besides the test's).
+    env: Vec<(String, String)>,
 }
 
 /// How the access log is configured.
@@ -243,7 +245,14 @@ impl Builder {
             listeners: None,
             cwd: None,
             run_as: None,
+            env: Vec::new(),
         }
+    }
+
+    /// Starts brisk with the environment variable `key` set to `value`.
+    pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
+        self.env.push((key.into(), value.into()));
+        self
     }
 
     /// Starts brisk as user `uid` and group `gid` (no supplementary
@@ -390,6 +399,7 @@ impl Builder {
                 self.listeners,
                 self.cwd.as_deref(),
                 self.run_as,
+                &self.env,
             ),
             self.stdout.take(),
         );
@@ -615,16 +625,18 @@ pub fn spawn_brisk_with(
     stderr_path: &Path,
     nofile: Option<u64>,
 ) -> (Child, Vec<SocketAddr>) {
-    spawn(args, stderr_path, (nofile, None, None, None), None)
+    spawn(args, stderr_path, (nofile, None, None, None, &[]), None)
 }
 
 /// The descriptor limit, how many listening lines to wait for, the
-/// working directory, the user and group of [`spawn`].
+/// working directory, the user and group, the environment added of
+/// [`spawn`].
 type SpawnOptions<'a> = (
     Option<u64>,
     Option<usize>,
     Option<&'a Path>,
     Option<(u32, u32)>,
+    &'a [(String, String)],
 );
 
 /// [`spawn_brisk_with`], with `stdout` instead of the file.
@@ -633,7 +645,7 @@ type SpawnOptions<'a> = (
 fn spawn(
     args: &[String],
     stderr_path: &Path,
-    (nofile, listeners, cwd, run_as): SpawnOptions<'_>,
+    (nofile, listeners, cwd, run_as, env): SpawnOptions<'_>,
     stdout: Option<Stdio>,
 ) -> (Child, Vec<SocketAddr>) {
     use std::os::unix::process::CommandExt;
@@ -649,7 +661,8 @@ fn spawn(
         .args(args)
         .stdin(Stdio::null())
         .stdout(stdout)
-        .stderr(Stdio::from(stderr));
+        .stderr(Stdio::from(stderr))
+        .envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(n) = nofile {
         let lim = libc::rlimit {
             rlim_cur: n as libc::rlim_t,

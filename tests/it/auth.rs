@@ -207,6 +207,95 @@ fn an_unknown_user_does_not_hold_up_other_clients() {
     assert_eq!(c.response().status, 401);
 }
 
+/// A site whose htpasswd file adds `slow` ("correct horse", bcrypt at
+/// cost 10, the costliest entry: an unknown user's decoy too), with the
+/// built-in `metrics` handler, on two workers; the process's first
+/// password check waits until `waiters` identical ones wait for it (a
+/// hook of debug builds: see `Check::hold`), if not 0.
+#[cfg(feature = "ops")]
+fn slow_site(waiters: usize) -> Server {
+    let mut b = site("[[handlers]]\npath = \"/-/metrics\"\nhandler = \"metrics\"\n");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(
+        &b.base().join("htpasswd"),
+        format!("{VECTORS}{slow}").as_bytes(),
+    );
+    b.workers(2);
+    if waiters > 0 {
+        b.env("BRISK_TEST_HASH_WAITERS", &waiters.to_string());
+    }
+    b.start()
+}
+
+/// The statuses of requests with these `Authorization` values, each on a
+/// connection of its own, all sent before any answer is read.
+#[cfg(feature = "ops")]
+fn all_at_once(s: &Server, auths: &[String]) -> Vec<u16> {
+    let mut conns: Vec<Client> = auths.iter().map(|_| s.connect()).collect();
+    for (c, a) in conns.iter_mut().zip(auths) {
+        c.send(
+            format!(
+                "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\nAuthorization: {a}\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    conns.iter_mut().map(|c| c.response().status).collect()
+}
+
+/// `brisk_auth_hashes_total`, all workers.
+#[cfg(feature = "ops")]
+fn hashes(s: &Server) -> u64 {
+    let m = s.get("/-/metrics").text();
+    m.lines()
+        .filter_map(|l| l.strip_prefix("brisk_auth_hashes_total{")?.split_once("} "))
+        .map(|(_, n)| n.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[cfg(feature = "ops")]
+#[test]
+fn identical_logins_at_once_share_one_hash() {
+    // An application's 30 requests at once, just after a start: one
+    // password hashed, and none of them a failure, so none gets the 429
+    // of `limits.auth_failures` (10).
+    let s = slow_site(29);
+    let login = basic("slow", "correct horse");
+    assert_eq!(all_at_once(&s, &vec![login; 30]), vec![200; 30]);
+    assert_eq!(hashes(&s), 1);
+}
+
+#[cfg(feature = "ops")]
+#[test]
+fn one_wrong_password_sent_at_once_is_one_failure() {
+    let s = slow_site(29);
+    let guess = basic("slow", "wrong");
+    assert_eq!(all_at_once(&s, &vec![guess; 30]), vec![401; 30]);
+    assert_eq!(hashes(&s), 1);
+    // One failure of the ten: nine more guesses are refused, then the
+    // client is over its limit.
+    for i in 0..9 {
+        let guess = basic("apr1", &format!("guess {i}"));
+        assert_eq!(get(&s, "/private/secret.txt", Some(&guess)).status, 401);
+    }
+    let login = basic("apr1", "correct horse");
+    assert_eq!(get(&s, "/private/secret.txt", Some(&login)).status, 429);
+}
+
+#[cfg(feature = "ops")]
+#[test]
+fn different_logins_at_once_are_each_checked() {
+    let s = slow_site(0);
+    let logins = [
+        basic("slow", "correct horse"),
+        basic("slow", "wrong"),
+        basic("slow", "correct horse "),
+        basic("nobody", "correct horse"),
+    ];
+    assert_eq!(all_at_once(&s, &logins), [200, 401, 401, 401]);
+    assert_eq!(hashes(&s), 4);
+}
+
 #[test]
 fn the_file_is_reread_when_it_changes() {
     // No failure limit: the polling below fails until the reload is seen.

@@ -13,11 +13,16 @@
 //!   in force, and the problem comes out once through
 //!   [`Auth::take_warnings`].
 //! - bcrypt and argon2id are slow by design. A credential that verified is
-//!   remembered (as a SHA-256 digest keyed with a per-worker random secret,
-//!   never the password) per file, up to 1024 of them, until the file
-//!   changes; a keep-alive client therefore pays the hash once per worker,
-//!   not once per request. A wrong password is never cached. The server
-//!   has hashes computed off its event loops ([`Auth::offload`]).
+//!   remembered (as a SHA-256 digest keyed with a random secret of the
+//!   server's and the file's version, never the password) per file, up to
+//!   1024 of them, until the file changes; a keep-alive client therefore
+//!   pays the hash once per worker, not once per request. A wrong
+//!   password is never cached. The server has hashes computed off its
+//!   event loops ([`Auth::offload`]), and a check identical to one in
+//!   flight (in any worker) waits for that one's verdict rather than
+//!   hashing again, and counts as no failure: one guess sent many times
+//!   at once is one failed attempt, and many requests at once with a
+//!   login cost one hash and none of them a 429.
 //! - Failed attempts are counted per client address (an IPv6 /64 counts as
 //!   one client) in windows of `timeouts.auth_failure_window`; at
 //!   `limits.auth_failures` the client gets [`Verdict::TooManyFailures`]
@@ -40,6 +45,7 @@ use super::credentials;
 use super::failures::SharedFailures;
 use super::htpasswd::Htpasswd;
 use super::htpasswd::{escape, Watched};
+use super::verify::{flights, land, take_off, Done, Hash};
 use crate::http::glob::{Folding, PathMatch, Reach};
 
 /// One `[[auth]]` rule: which requests need a login, and against which
@@ -117,7 +123,9 @@ pub struct Auth {
     /// capacity, so checks do not allocate once it has grown.
     buf: Vec<u8>,
     /// Keys the cache digests, so a memory dump does not hold plain
-    /// unsalted SHA-256 digests of passwords.
+    /// unsalted SHA-256 digests of passwords: the same in every worker
+    /// ([`SharedFailures::secret`]), so that identical checks have one
+    /// key.
     secret: [u8; 16],
     warnings: Vec<String>,
     /// Hand password hashing to the caller ([`Verdict::Verify`]).
@@ -186,35 +194,118 @@ pub struct Check {
     table: Arc<Htpasswd>,
     site: usize,
     file: usize,
+    /// The key of the credential and the file's version (the same in
+    /// every worker): identical checks have the same.
     key: [u8; 32],
     user: Vec<u8>,
     password: Vec<u8>,
-    /// The client, whose failure count holds this check from when it
-    /// was handed out (see [`Auth::remember`]), and that moment (boxed:
-    /// a check is handed back whole when no thread takes it).
-    counted: Box<(IpAddr, Instant)>,
+    asker: Box<Asker>,
+}
+
+/// Whose a [`Check`] is, and how it stands among those in flight.
+struct Asker {
+    /// The client, and when the check was handed out.
+    client: IpAddr,
+    at: Instant,
+    /// Whether it leads: it is hashed, identical checks may wait for its
+    /// verdict, and it counts as a failure of its client from when it was
+    /// handed out (see [`Auth::remember`]). If not, it waits for the
+    /// verdict of an identical check in flight, and counts as none.
+    leads: bool,
+    /// Its verdict, once hashed.
+    ok: bool,
 }
 
 impl Check {
     /// Hashes the password (tens of milliseconds for bcrypt or argon2id).
-    pub fn run(self) -> Checked {
-        let ok = self.table.verify(&self.user, &self.password) == Some(true);
+    /// Identical checks that waited for this one get the same verdict.
+    pub fn run(mut self) -> Checked {
+        #[cfg(debug_assertions)]
+        self.hold();
+        self.asker.ok = self.table.verify(&self.user, &self.password) == Some(true);
+        let mut done = self.checked(self.asker.ok);
+        done.hashed = true;
+        done
+        // `self` drops here, wiping the password (and answering those
+        // that waited).
+    }
+
+    /// (Debug builds, for tests/it/auth.rs.) With the environment's
+    /// `BRISK_TEST_HASH_WAITERS` = n, the process's first check waits (up
+    /// to 20 s) until n identical ones wait for it: then none comes too
+    /// late to share its verdict, however slowly the requests come in.
+    #[cfg(debug_assertions)]
+    fn hold(&self) {
+        static HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let Some(n) = std::env::var("BRISK_TEST_HASH_WAITERS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        else {
+            return;
+        };
+        if HELD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        for _ in 0..20_000 {
+            let waiting = |f: &super::verify::Flight| f.0 == self.key && f.1.len() >= n;
+            if flights().iter().any(waiting) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// The outcome `ok` for this check.
+    #[inline(never)]
+    fn checked(&self, ok: bool) -> Checked {
         Checked {
             table: Arc::clone(&self.table),
             site: self.site,
             file: self.file,
             key: self.key,
             ok,
-            client: self.counted.0,
-            at: self.counted.1,
+            led: self.asker.leads,
+            hashed: false,
+            client: self.asker.client,
+            at: self.asker.at,
         }
-        // `self` drops here, wiping the password.
+    }
+
+    /// A check that is not to be hashed waits, with `done`, for the
+    /// identical one in flight (none is given back). If that one is done
+    /// already (it was between the hand-out and now), it is given back, to
+    /// be hashed after all (not counted: that one was).
+    pub(crate) fn join(self, done: Done) -> Option<Hash> {
+        if !self.asker.leads {
+            if let Some(flight) = flights().iter_mut().find(|w| w.0 == self.key) {
+                // (Its password is wiped now: not needed.)
+                flight.1.push((self.checked(false), done));
+                return None;
+            }
+        }
+        Some(Hash(self, done))
     }
 }
 
 impl Drop for Check {
     fn drop(&mut self) {
         wipe(&mut self.password, 0);
+        if self.asker.leads {
+            self.land();
+        }
+    }
+}
+
+impl Check {
+    /// The identical checks that waited for this one get its verdict (if
+    /// it is dropped unhashed, a refusal: their clients are asked again).
+    #[inline(never)]
+    fn land(&mut self) {
+        let mut waited = land(&self.key);
+        while let Some((mut checked, done)) = waited.pop() {
+            checked.ok = self.asker.ok;
+            done(checked);
+        }
     }
 }
 
@@ -241,6 +332,11 @@ pub struct Checked {
     file: usize,
     key: [u8; 32],
     ok: bool,
+    /// It was counted as a failure when handed out (see `remember`).
+    led: bool,
+    /// A password was hashed for it (else it has an identical check's
+    /// verdict).
+    hashed: bool,
     client: IpAddr,
     at: Instant,
 }
@@ -249,6 +345,12 @@ impl Checked {
     /// The site whose `[[auth]]` rule asked for the check.
     pub fn site(&self) -> usize {
         self.site
+    }
+
+    /// Whether a password was hashed for it (else it is the verdict of
+    /// an identical check).
+    pub fn hashed(&self) -> bool {
+        self.hashed
     }
 }
 
@@ -327,13 +429,14 @@ impl Auth {
                 challenge: challenge(&rule.realm).into_bytes().into(),
             });
         }
+        let secret = failures.secret();
         Ok(Auth {
             site,
             rules,
             files,
             failures,
             buf: Vec::new(),
-            secret: random_secret(),
+            secret,
             warnings: Vec::new(),
             offload: false,
             settled: None,
@@ -371,7 +474,9 @@ impl Auth {
     /// is taken off the count again.
     pub fn remember(&mut self, done: Checked) {
         if done.ok {
-            self.failures.lock().forgive(done.client, done.at);
+            if done.led {
+                self.failures.lock().forgive(done.client, done.at);
+            }
             if let Some(f) = self.files.get_mut(done.file) {
                 f.remember_for(&done.table, &done.key);
             }
@@ -502,7 +607,13 @@ impl Auth {
                 Err((FailureReason::Malformed, 0))
             }
             Ok(colon) => {
-                let key = cache_key(&self.secret, &self.buf);
+                // Keyed with the secret and the file's version (so that
+                // identical checks are those of one version: see
+                // `verify::take_off`).
+                let mut keyed = [0; 16 + 56];
+                keyed[..16].copy_from_slice(&self.secret);
+                file.version(&mut keyed[16..]);
+                let key = cache_key(&keyed, &self.buf);
                 // (Taken only by a check of the file it was run against.)
                 let settled = match self.settled {
                     Some((f, k, _)) if f == at && k == key => self.settled.take(),
@@ -526,6 +637,12 @@ impl Auth {
                         file.knows(user).then_some(false)
                     }
                     _ if self.offload && file.needs_hash(&key, user) => {
+                        // Counted until it verifies (see `remember`),
+                        // unless an identical check is in flight.
+                        let leads = take_off(&key);
+                        if leads {
+                            self.failures.lock().record(client, now);
+                        }
                         let check = Check {
                             table: Arc::clone(file.shared_table()),
                             site: self.site,
@@ -533,11 +650,14 @@ impl Auth {
                             key,
                             user: user.to_vec(),
                             password: password.to_vec(),
-                            counted: Box::new((client, now)),
+                            asker: Box::new(Asker {
+                                client,
+                                at: now,
+                                leads,
+                                ok: false,
+                            }),
                         };
                         wipe(&mut self.buf, 0);
-                        // Counted until it verifies (see `remember`).
-                        self.failures.lock().record(client, now);
                         return Decision::Verify(check);
                     }
                     _ => file.verify(&key, user, password),
@@ -619,9 +739,9 @@ fn wipe(buf: &mut Vec<u8>, keep: usize) {
     buf.truncate(keep);
 }
 
-fn cache_key(secret: &[u8; 16], credential: &[u8]) -> [u8; 32] {
+fn cache_key(keyed: &[u8; 72], credential: &[u8]) -> [u8; 32] {
     Sha256::new()
-        .chain_update(secret)
+        .chain_update(keyed)
         .chain_update(credential)
         .finalize()
         .into()

@@ -10,6 +10,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::auth::random_secret;
+
 /// Clients tracked; beyond it the oldest window is forgotten.
 pub(crate) const MAX_CLIENTS: usize = 8192;
 
@@ -128,23 +130,26 @@ impl Failures {
 /// workers do not mean more guesses. The lock is taken once per request
 /// under an `[[auth]]` rule, for a map lookup.
 #[derive(Clone)]
-pub struct SharedFailures(Arc<Mutex<Failures>>);
+pub struct SharedFailures(Arc<(Mutex<Failures>, [u8; 16])>);
 
 impl SharedFailures {
     /// Counters allowing `limit` failures (0: no limit) per `window`
     /// (the configuration's `limits.auth_failures` and
     /// `timeouts.auth_failure_window`).
     pub fn new(limit: u32, window: Duration) -> SharedFailures {
-        SharedFailures(Arc::new(Mutex::new(Failures::new(
-            limit,
-            window,
-            MAX_CLIENTS,
-        ))))
+        let failures = Failures::new(limit, window, MAX_CLIENTS);
+        SharedFailures(Arc::new((Mutex::new(failures), random_secret())))
+    }
+
+    /// Keys the digests of credentials (see `Auth`): the same in every
+    /// worker, so that identical checks have the same key.
+    pub(crate) fn secret(&self) -> [u8; 16] {
+        self.0 .1
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Failures> {
         // The counters stay usable after a panic elsewhere.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0 .0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

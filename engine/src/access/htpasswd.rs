@@ -297,6 +297,20 @@ impl Watched {
         !self.table.is_empty() && !verified
     }
 
+    /// Writes which version of the file is in force to `out`: the
+    /// signature of the one `table` was read from, the same in every
+    /// worker's copy (as `refresh` trusts it to tell a change).
+    pub(crate) fn version(&self, out: &mut [u8]) {
+        if let Some(s) = self.signature {
+            let words = [s.dev, s.ino, s.size];
+            let times = [s.mtime.0, s.mtime.1, s.ctime.0, s.ctime.1];
+            let words = words.into_iter().chain(times.map(|t| t as u64));
+            for (bytes, word) in out.chunks_exact_mut(8).zip(words) {
+                bytes.copy_from_slice(&word.to_ne_bytes());
+            }
+        }
+    }
+
     /// Whether `user` is listed in the current version of the file.
     pub(crate) fn knows(&self, user: &[u8]) -> bool {
         self.table.contains(user)

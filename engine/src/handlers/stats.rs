@@ -37,6 +37,7 @@ pub struct WorkerStats {
     sent: AtomicU64,
     throttled: AtomicU64,
     auth_failures: AtomicU64,
+    auth_hashes: AtomicU64,
     open: AtomicU64,
     idle: AtomicU64,
     cgi: AtomicU64,
@@ -95,6 +96,12 @@ impl WorkerStats {
         bump(&self.auth_failures, 1);
     }
 
+    /// A password hashed for a login (not one answered by an identical
+    /// check's verdict, or from the cache).
+    pub fn auth_hashed(&self) {
+        bump(&self.auth_hashes, 1);
+    }
+
     /// The worker's gauges now: open connections, idle ones, CGI
     /// processes running.
     pub fn publish(&self, open: usize, idle: usize, cgi: usize) {
@@ -111,6 +118,7 @@ impl WorkerStats {
             sent: get(&self.sent),
             throttled: get(&self.throttled),
             auth_failures: get(&self.auth_failures),
+            auth_hashes: get(&self.auth_hashes),
             open: get(&self.open),
             idle: get(&self.idle),
             cgi: get(&self.cgi),
@@ -133,6 +141,8 @@ pub struct Counts {
     pub throttled: u64,
     /// Failed logins.
     pub auth_failures: u64,
+    /// Passwords hashed for logins.
+    pub auth_hashes: u64,
     /// Open connections (a gauge).
     pub open: u64,
     /// Idle keep-alive connections (a gauge).
@@ -153,6 +163,7 @@ impl Counts {
         self.sent += o.sent;
         self.throttled += o.throttled;
         self.auth_failures += o.auth_failures;
+        self.auth_hashes += o.auth_hashes;
         self.open += o.open;
         self.idle += o.idle;
         self.cgi += o.cgi;
@@ -319,7 +330,7 @@ pub fn prometheus(life: &Lifecycle) -> String {
         }
     }
     type Family = (&'static str, &'static str, &'static str, fn(&Counts) -> u64);
-    let simple: [Family; 6] = [
+    let simple: [Family; 7] = [
         (
             "brisk_sent_bytes_total",
             "counter",
@@ -337,6 +348,12 @@ pub fn prometheus(life: &Lifecycle) -> String {
             "counter",
             "Failed logins: wrong credentials, or a client over limits.auth_failures.",
             |c| c.auth_failures,
+        ),
+        (
+            "brisk_auth_hashes_total",
+            "counter",
+            "Passwords hashed to check logins (identical checks at once share one).",
+            |c| c.auth_hashes,
         ),
         (
             "brisk_open_connections",

@@ -732,8 +732,7 @@ impl Router {
     /// Hands the outcome of a password check run off the loop to the auth
     /// stage, for the request that waited for it (routed again next).
     pub fn settle(&mut self, outcome: Checked) {
-        let site = outcome.site();
-        if let Some(auth) = self.sites.get_mut(site).and_then(|s| s.auth.as_mut()) {
+        if let Some(auth) = self.checked(&outcome) {
             auth.settle(outcome);
         }
     }
@@ -741,10 +740,19 @@ impl Router {
     /// Keeps the outcome of a check whose request is gone, so that the
     /// same credential is not hashed again.
     pub fn remember(&mut self, outcome: Checked) {
-        let site = outcome.site();
-        if let Some(auth) = self.sites.get_mut(site).and_then(|s| s.auth.as_mut()) {
+        if let Some(auth) = self.checked(&outcome) {
             auth.remember(outcome);
         }
+    }
+
+    /// Counts the hash `outcome` cost, if any: the auth stage it is for.
+    #[inline(never)]
+    fn checked(&mut self, outcome: &Checked) -> Option<&mut Auth> {
+        if let (true, Some(s)) = (outcome.hashed(), &self.stats) {
+            s.auth_hashed();
+        }
+        let site = outcome.site();
+        self.sites.get_mut(site).and_then(|s| s.auth.as_mut())
     }
 
     /// The mounts stage: the first mount the path is under answers, now

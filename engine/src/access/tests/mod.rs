@@ -673,6 +673,8 @@ fn a_client_has_no_more_checks_at_once_than_it_may_fail() {
     // Others are not held back.
     let v = auth.check(b"/private/x", b"GET", Some(ALICE), ip("192.0.2.1"), now);
     assert!(matches!(v, Verdict::Verify(_)), "{v:?}");
+    // (Not run: no longer in flight.)
+    drop(v);
     // Each one handed out is answered (401), and counted once only.
     for (i, c) in checks.into_iter().enumerate() {
         auth.settle(c.run());
@@ -697,6 +699,60 @@ fn a_client_has_no_more_checks_at_once_than_it_may_fail() {
         Verdict::Allowed { user: b"alice" }
     );
     assert_eq!(auth.failures_of(client), 0);
+}
+
+#[test]
+fn identical_checks_in_flight_share_one_hash_and_count_once() {
+    use super::verify::Verifier;
+    use super::Checked;
+    let (_d, mut auth) = setup(3);
+    auth.offload();
+    let now = Instant::now();
+    let client = ip("192.0.2.9");
+    // Handed out while the first is in flight: counted once, so the
+    // limit (3) lets them all in.
+    let hand_out = |auth: &mut Auth, credential: &[u8]| {
+        (0..5)
+            .map(
+                |i| match auth.check(b"/private/x", b"GET", Some(credential), client, now) {
+                    Verdict::Verify(c) => c,
+                    other => panic!("{i}: expected Verify, got {other:?}"),
+                },
+            )
+            .collect::<Vec<_>>()
+    };
+    let wrong = basic(b"alice:wrong");
+    let guesses = hand_out(&mut auth, &wrong);
+    assert_eq!(auth.failures_of(client), 1);
+    // Another credential is another check (and failure until verified).
+    let logins = hand_out(&mut auth, ALICE);
+    assert_eq!(auth.failures_of(client), 2);
+    // The first of each is hashed; the others (submitted before it, so
+    // that none comes too late) wait for its verdict, and each request
+    // gets it; only the login that verified is taken off the count.
+    let verifier = Verifier::new(1);
+    let (tx, rx) = std::sync::mpsc::channel::<Checked>();
+    for (mut checks, credential) in [(guesses, &wrong[..]), (logins, ALICE)] {
+        let first = checks.remove(0);
+        for c in checks.into_iter().chain([first]) {
+            let tx = tx.clone();
+            verifier.submit(c, Box::new(move |done| tx.send(done).unwrap()));
+        }
+        let done: Vec<Checked> = (0..5)
+            .map(|_| rx.recv_timeout(Duration::from_secs(20)).unwrap())
+            .collect();
+        assert_eq!(done.iter().filter(|d| d.hashed()).count(), 1);
+        for d in done {
+            auth.settle(d);
+            let v = auth.check(b"/private/x", b"GET", Some(credential), client, now);
+            if credential == ALICE {
+                assert_eq!(v, Verdict::Allowed { user: b"alice" });
+            } else {
+                assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
+            }
+        }
+    }
+    assert_eq!(auth.failures_of(client), 1);
 }
 
 #[test]

@@ -188,8 +188,8 @@ impl Worker {
     }
 
     /// Hands `check` to the hashing threads and holds request `r` until
-    /// its outcome is in (see [`Worker::take_checks`]); without them,
-    /// hashes here and routes again.
+    /// its outcome is in (see [`Worker::take_checks`]; without the
+    /// threads, it is hashed here and comes in the same way).
     fn verify_later(
         &mut self,
         c: &mut Conn,
@@ -202,16 +202,8 @@ impl Worker {
         let wait = Wait::Check(AuthWait::new(r.hold(redirects), false));
         // (Its outcome comes back with the exchange's id.)
         let ex = self.exchange(c, stream, wait);
-        match self.wakeups.submit_check(ex, check) {
-            Ok(()) => self.hold_at(c, r, stream, ex, decoder),
-            Err(check) => {
-                if let Some(Wait::Check(w)) = self.exchanges.take_wait(ex) {
-                    r.resume(w.held);
-                }
-                self.router.settle(check.run());
-                self.route(c, r, stream, redirects, decoder)
-            }
-        }
+        self.wakeups.submit_check(ex, check);
+        self.hold_at(c, r, stream, ex, decoder)
     }
 
     /// Keeps exchange `ex` (its wait, which holds request `r` now) on

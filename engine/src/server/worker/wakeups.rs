@@ -53,9 +53,8 @@ impl Wakeups {
 
     /// Hands `check`, for the request held in exchange `ex`, to the
     /// hashing threads (the outcome comes back with `ex` through
-    /// [`Wakeups::next_check`]), or gives the check back when they cannot
-    /// take it (then it is run here).
-    pub(super) fn submit_check(&mut self, ex: ExchangeId, check: Check) -> Result<(), Check> {
+    /// [`Wakeups::next_check`]).
+    pub(super) fn submit_check(&mut self, ex: ExchangeId, check: Check) {
         let done = reply(self.checks_tx.clone(), Arc::clone(&self.waker), ex);
         self.verifier.submit(check, Box::new(done))
     }
