@@ -56,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
                 told += b.len();
                 assert!(told <= fed, "more body than bytes ({n})");
             }
-            RequestEvent::End => ended = true,
+            RequestEvent::End(_) => ended = true,
         });
         *state = (fed, told, has_head, fin || ended || r.is_err());
         if r.is_err() {
