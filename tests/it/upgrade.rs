@@ -478,13 +478,15 @@ fn a_stop_during_an_upgrade_leaves_the_new_pid_file(config: &str) {
     wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
     let line = log_line(&dir.path, "serves; this one stops");
     assert_eq!(pid_in(&line), new.0, "{line}");
-    assert_eq!(
-        fs::read_to_string(dir.path.join("brisk.pid"))
-            .map(|t| t.trim().to_string())
-            .map_err(|e| e.to_string()),
-        Ok(new.0.to_string())
-    );
+    assert_eq!(pid_file(&dir.path), Ok(new.0.to_string()));
     assert_eq!(request(addr, &mut None), Ok(()));
+}
+
+/// What the pid file in `dir` says (trimmed), or why it could not be read.
+fn pid_file(dir: &std::path::Path) -> Result<String, String> {
+    fs::read_to_string(dir.join("brisk.pid"))
+        .map(|t| t.trim().to_string())
+        .map_err(|e| e.to_string())
 }
 
 #[test]
@@ -526,12 +528,7 @@ fn a_stop_right_after_sigusr2_waits_for_the_new_brisk_to_serve() {
     );
     assert!(log.lines().any(|l| l.ends_with(&said)), "{log}");
     assert!(!exited(new.0), "{log}");
-    assert_eq!(
-        fs::read_to_string(dir.path.join("brisk.pid"))
-            .map(|t| t.trim().to_string())
-            .map_err(|e| e.to_string()),
-        Ok(new.0.to_string())
-    );
+    assert_eq!(pid_file(&dir.path), Ok(new.0.to_string()));
     assert_eq!(request(addr, &mut None), Ok(()));
     // (Stopped by its pid: SIGTERM when dropped.)
     let _stop = Upgraded(new.0);
