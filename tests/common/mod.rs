@@ -900,6 +900,18 @@ impl Server {
             .unwrap_or(0)
     }
 
+    /// How many pipe ends the server has open (those of its splices
+    /// among them: a worker keeps a few for the next ones).
+    pub fn pipe_ends(&self) -> usize {
+        let Ok(dir) = fs::read_dir(format!("/proc/{}/fd", self.pid())) else {
+            return 0;
+        };
+        dir.filter_map(Result::ok)
+            .filter_map(|e| fs::read_link(e.path()).ok())
+            .filter(|l| l.to_string_lossy().starts_with("pipe:"))
+            .count()
+    }
+
     /// Everything the server wrote to stdout so far.
     pub fn stdout(&self) -> String {
         fs::read_to_string(&self.stdout_path).unwrap_or_default()

@@ -8,7 +8,6 @@
 
 use crate::common;
 
-use std::fs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
@@ -137,17 +136,6 @@ fn brisk(to: SocketAddr) -> Server {
 /// Most idle pipes a worker keeps (`sys::splice::MAX_IDLE`), two ends each.
 const KEPT_ENDS: usize = 2 * 8;
 
-/// How many pipe ends the server has open.
-fn pipe_ends(s: &Server) -> usize {
-    let Ok(dir) = fs::read_dir(format!("/proc/{}/fd", s.pid())) else {
-        return 0;
-    };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| fs::read_link(e.path()).ok())
-        .filter(|l| l.to_string_lossy().starts_with("pipe:"))
-        .count()
-}
-
 /// The access log's line for `path`: its status and body bytes.
 fn logged(s: &Server, path: &str) -> String {
     let prefix = format!("{path} ");
@@ -158,7 +146,7 @@ fn logged(s: &Server, path: &str) -> String {
 #[test]
 fn large_answers_arrive_byte_for_byte_through_pipes_and_the_connection_is_kept() {
     let s = brisk(upstream());
-    let before = pipe_ends(&s);
+    let before = s.pipe_ends();
     let mut c = s.connect();
     let paths = [
         "/api/big/3000000",
@@ -179,7 +167,7 @@ fn large_answers_arrive_byte_for_byte_through_pipes_and_the_connection_is_kept()
         assert_eq!(logged(&s, path), format!("200 {}", want.len()));
     }
     // The worker relayed the large bodies through pipes it keeps.
-    let after = pipe_ends(&s);
+    let after = s.pipe_ends();
     assert!(
         after > before,
         "no pipe used: {before} pipe ends, then {after}"
@@ -283,15 +271,15 @@ fn a_head_request_over_http_2_gets_the_upstreams_length() {
 #[test]
 fn clients_that_leave_mid_answer_leave_no_pipe_or_socket_behind() {
     let s = brisk(upstream());
-    let base = pipe_ends(&s);
+    let base = s.pipe_ends();
     // Warm: the pipes and buffers of a whole answer.
     let mut c = s.connect();
     c.send(b"GET /api/big/2000000 HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(c.response().body.len(), 2_000_000);
     drop(c);
-    let sockets = |s: &Server| s.fd_count() - pipe_ends(s);
+    let sockets = |s: &Server| s.fd_count() - s.pipe_ends();
     wait_until("the warm connection closed", || s.held_connections() == 0);
-    let (fds, kept) = (sockets(&s), pipe_ends(&s));
+    let (fds, kept) = (sockets(&s), s.pipe_ends());
     for _ in 0..20 {
         let mut c = s.connect();
         c.send(b"GET /api/big/8000000 HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -303,7 +291,7 @@ fn clients_that_leave_mid_answer_leave_no_pipe_or_socket_behind() {
     wait_until("the connections closed", || s.held_connections() == 0);
     // Every pipe that held bytes was closed; those kept are bounded.
     wait_until("the sockets closed", || sockets(&s) <= fds);
-    let now = pipe_ends(&s);
+    let now = s.pipe_ends();
     assert!(
         now - base <= KEPT_ENDS,
         "{now} pipe ends open ({base} at first, {kept} after the warm answer)"

@@ -185,6 +185,69 @@ fn a_put_that_stops_halfway_leaves_the_old_file_and_nothing_else() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"old contents");
 }
 
+/// A PUT's body framed by its length goes from the socket into its file
+/// through a pipe (`splice(2)`, the bytes never in brisk's memory), the
+/// sandbox on: every byte in its place whatever pieces it comes in, a
+/// partial PUT's at its range, the request that follows a body on the
+/// connection read as a request; the worker keeps the pipe it used.
+#[test]
+fn a_put_body_goes_into_its_file_through_a_pipe_byte_for_byte() {
+    let (s, dav) = start("max_upload = \"16MiB\"\n", &[("part", &[b'o'; 1000])]);
+    let before = s.pipe_ends();
+    let body: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let mut c = s.connect();
+    let head = format!(
+        "PUT /dav/big HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    c.send(head.as_bytes());
+    // In uneven pieces (1 byte to 200 KB); the last with the next request.
+    let (mut at, mut step) = (0, 1);
+    while at < body.len() - 1000 {
+        let n = step.min(body.len() - 1000 - at);
+        c.send(&body[at..at + n]);
+        at += n;
+        step = (step * 7 + 13) % 200_000 + 1;
+    }
+    let mut tail = body[at..].to_vec();
+    tail.extend_from_slice(b"OPTIONS /dav/ HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    c.send(&tail);
+    let r = c.response();
+    assert_eq!(r.status, 201, "{}", r.head);
+    let r = c.response();
+    assert_eq!(
+        (r.status, r.header("DAV").is_some()),
+        (200, true),
+        "{}",
+        r.head
+    );
+    assert!(
+        fs::read(dav.join("big")).unwrap() == body,
+        "not the bytes sent"
+    );
+    // A partial PUT: its body at its range, the old bytes before it kept.
+    let part = &body[..500_000];
+    let mut raw = format!(
+        "PUT /dav/part HTTP/1.1\r\nHost: localhost\r\nContent-Range: bytes 100-500099/*\r\n\
+         Content-Length: {}\r\n\r\n",
+        part.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(part);
+    assert_eq!(s.request(&raw).status, 204);
+    let got = fs::read(dav.join("part")).unwrap();
+    assert!(
+        got[..100] == [b'o'; 100] && got[100..] == *part,
+        "not old + range"
+    );
+    let after = s.pipe_ends();
+    assert!(
+        after > before,
+        "no pipe used: {before} pipe ends, then {after}"
+    );
+    assert_eq!(names(&dav), ["big", "part"]);
+}
+
 #[test]
 fn mkcol_makes_a_collection_once() {
     let (s, dav) = start("", &[]);

@@ -15,6 +15,8 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use crate::sys::splice::Pipe;
+
 /// Bytes of a held body kept in memory before it moves to a file.
 pub const MEMORY: usize = 64 * 1024;
 
@@ -30,6 +32,9 @@ pub struct Spool {
     /// Why the body could not be kept (the file could not be created or
     /// written); later bytes are dropped.
     failed: Option<io::Error>,
+    /// The body goes into its file from its first byte ([`Spool::into_file`]),
+    /// by `write` or from a pipe ([`Spool::take_from`]).
+    direct: bool,
 }
 
 impl Spool {
@@ -38,7 +43,32 @@ impl Spool {
     pub fn into_file(file: File) -> Spool {
         Spool {
             file: Some(file),
+            direct: true,
             ..Spool::default()
+        }
+    }
+
+    /// Whether the body's next bytes may come in a pipe
+    /// ([`Spool::take_from`]): it goes into its file from its first byte,
+    /// and nothing failed.
+    pub fn takes_pipe(&self) -> bool {
+        self.direct && self.file.is_some() && self.failed.is_none()
+    }
+
+    /// Adds the bytes `pipe` holds to the body, moved from the pipe into
+    /// the file by the kernel (`splice(2)`: never in the server's memory).
+    /// A failure is kept as [`Spool::push`]'s are.
+    pub fn take_from(&mut self, pipe: &mut Pipe) {
+        let Some(file) = self.file.as_ref().filter(|_| self.takes_pipe()) else {
+            return;
+        };
+        let n = pipe.held() as u64;
+        match pipe.empty_into(file) {
+            Ok(()) => self.len += n,
+            Err(e) => {
+                self.failed = Some(e);
+                self.file = None;
+            }
         }
     }
 

@@ -21,9 +21,9 @@ pub mod sandbox;
 pub mod service;
 pub mod signal;
 pub mod spawn;
-#[cfg(feature = "upstreams")]
+#[cfg(any(feature = "upstreams", feature = "webdav"))]
 pub mod splice;
-#[cfg(not(feature = "upstreams"))]
+#[cfg(not(any(feature = "upstreams", feature = "webdav")))]
 #[path = "splice_none.rs"]
 pub mod splice;
 pub mod syscalls;

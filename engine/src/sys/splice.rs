@@ -1,7 +1,9 @@
 //! Zero-copy relay between sockets: a pipe filled from one socket with
 //! `splice(2)` and emptied into another the same way, the bytes never in
 //! the server's memory (the kernel moves page references; nginx has no
-//! such path, HAProxy does).
+//! such path, HAProxy does); and from a socket into a file (a WebDAV
+//! PUT's body: the kernel copies it once, into the file's pages, where
+//! a `read` and a `write` copy it twice).
 //!
 //! Pipes come from a pool per worker thread, bounded ([`MAX_PIPES`]
 //! open at once, [`MAX_IDLE`] of them kept idle for the next answers):
@@ -10,6 +12,7 @@
 //! (a client that left mid-answer) is closed, its bytes with it.
 
 use std::cell::RefCell;
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -118,6 +121,26 @@ impl Pipe {
         let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK | more;
         let max = max.min(self.held);
         splice(self.end(0), sock.as_raw_fd(), max, flags)
+    }
+
+    /// Moves every byte it holds into `file`, at the file's position
+    /// (which moves on), as `write` would. On an error, what it still
+    /// holds stays in it (and goes with the pipe when dropped).
+    pub fn empty_into(&mut self, file: &File) -> io::Result<()> {
+        while self.held > 0 {
+            match splice(
+                self.end(0),
+                file.as_raw_fd(),
+                self.held,
+                libc::SPLICE_F_MOVE,
+            ) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.held -= n.min(self.held),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Its read end (0) or write end (1).
@@ -239,6 +262,44 @@ mod tests {
         drop(from);
         let mut p = Pipe::take().unwrap();
         assert_eq!(p.fill_from(&upstream, 100).unwrap(), 0, "the end");
+    }
+
+    #[test]
+    fn held_bytes_go_into_a_file_at_its_position() {
+        use std::io::{Seek, SeekFrom};
+        let (mut from, sock) = UnixStream::pair().unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let mut file = tempfile();
+        file.write_all(b"0123").unwrap();
+        file.seek(SeekFrom::Start(2)).unwrap();
+        from.write_all(b"abcdef").unwrap();
+        let mut p = Pipe::take().unwrap();
+        assert_eq!(p.fill_from(&sock, 100).unwrap(), 6);
+        p.empty_into(&file).unwrap();
+        assert_eq!(p.held(), 0);
+        // (At the file's position, which moved on past them.)
+        assert_eq!(file.stream_position().unwrap(), 8);
+        let mut got = String::new();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        file.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "01abcdef");
+        // A file that takes nothing keeps the bytes in the pipe.
+        from.write_all(b"more").unwrap();
+        assert_eq!(p.fill_from(&sock, 100).unwrap(), 4);
+        let read_only = File::open("/dev/null").unwrap();
+        assert!(p.empty_into(&read_only).is_err());
+        assert_eq!(p.held(), 4);
+    }
+
+    /// An unnamed file in the system's temporary directory.
+    fn tempfile() -> File {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .open(std::env::temp_dir())
+            .unwrap()
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Without the feature `upstreams` nothing is spliced (only a proxied
-//! answer is): no pipe can be had, so the code that queues and sends one
-//! is left out of the build. The same names as `splice.rs`.
+//! Without the features `upstreams` and `webdav` nothing is spliced
+//! (only a proxied answer and a PUT's body are): no pipe can be had, so
+//! the code that queues and sends one is left out of the build. The same
+//! names as `splice.rs`.
 
+use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
@@ -27,6 +29,21 @@ impl Pipe {
 
     /// (Never called: no pipe is.)
     pub fn sent(&mut self, _n: usize) {
+        match *self {}
+    }
+
+    /// (Never called: no pipe is.)
+    pub fn room(&self) -> usize {
+        match *self {}
+    }
+
+    /// (Never called: no pipe is.)
+    pub fn fill_from(&mut self, _sock: &impl AsRawFd, _max: usize) -> io::Result<usize> {
+        match *self {}
+    }
+
+    /// (Never called: no pipe is.)
+    pub fn empty_into(&mut self, _file: &File) -> io::Result<()> {
         match *self {}
     }
 }

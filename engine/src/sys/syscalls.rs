@@ -205,6 +205,11 @@ pub const UPSTREAMS: &[libc::c_long] = &[
     libc::SYS_splice,
 ];
 
+/// Added to [`ALLOWED`] when a `[[webdav]]` tree is written: the pipes a
+/// PUT's body goes through into its file (`sys::splice`; in
+/// [`UPSTREAMS`] too).
+pub const PIPES: &[libc::c_long] = &[libc::SYS_pipe2, libc::SYS_splice];
+
 /// Added to [`ALLOWED`] when the server writes files shared by a fleet
 /// (`[acme]`'s storage, a local CA's included; `[tls] ticket_keys`) or a
 /// `[[webdav]]` tree (`unlinkat` is in [`ALLOWED`] already):

@@ -437,6 +437,9 @@ pub struct Plan {
     storage: bool,
     /// A `[[webdav]]` rule reads (and maybe writes) extended attributes.
     xattrs: bool,
+    /// PUT bodies go into their files through pipes (a `[[webdav]]` tree
+    /// is written).
+    pipes: bool,
     /// A summary for the error log.
     summary: String,
 }
@@ -484,6 +487,7 @@ pub fn prepare(
         asks_ca: cfg.asks_a_ca(),
         storage: cfg.acme().is_some() || ticket_keys(cfg).is_some() || writes_webdav(cfg),
         xattrs: SiteConfig::all(cfg).any(|site| !site.webdav.is_empty()),
+        pipes: writes_webdav(cfg),
         summary,
     })
 }
@@ -698,6 +702,8 @@ impl Plan {
         let mut allowed = syscalls::ALLOWED.to_vec();
         if self.upstreams.is_some() {
             allowed.extend_from_slice(syscalls::UPSTREAMS);
+        } else if self.pipes {
+            allowed.extend_from_slice(syscalls::PIPES);
         }
         if self.storage {
             allowed.extend_from_slice(syscalls::STORAGE);

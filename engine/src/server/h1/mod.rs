@@ -37,8 +37,8 @@ pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
 use super::exchange::{ExchangeId, Exchanges};
 use super::life::Life;
-#[cfg(doc)]
 use super::waits::Wait;
+use crate::handlers::spool::Spool;
 use crate::http::body::BodyDecoder;
 use crate::http::parse::{Limits, ParseError};
 use crate::http::request::OwnedRequest;
@@ -317,6 +317,30 @@ impl Conn {
                 life.served += 1;
                 Event::Request
             }
+        }
+    }
+
+    /// A body is being read, and all of it is in (what waits for it is
+    /// told at the next [`Conn::read`]).
+    pub fn body_is_done(&self) -> bool {
+        matches!(&self.state, State::Body(b) if b.decoder.is_done())
+    }
+
+    /// The body being read, framed by its length and not complete, when
+    /// it is held whole in a file that takes its bytes from a pipe (a
+    /// WebDAV PUT's: `Worker::splice_body`): its decoder, and where it
+    /// goes.
+    pub fn body_to_pipe<'e>(
+        &mut self,
+        exchanges: &'e mut Exchanges,
+    ) -> Option<(&mut BodyDecoder, &'e mut Spool)> {
+        let State::Body(b) = &mut self.state else {
+            return None;
+        };
+        b.decoder.length_left().filter(|&n| n > 0)?;
+        match exchanges.wait_mut(b.to?)? {
+            Wait::Whole(w) if w.body.takes_pipe() => Some((&mut b.decoder, &mut w.body)),
+            _ => None,
         }
     }
 
