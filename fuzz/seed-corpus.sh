@@ -62,3 +62,14 @@ if command -v openssl >/dev/null; then
     { cat "$testdata/a.pem" "$testdata/ca.pem"; printf '\000'; openssl pkcs8 -topk8 -nocrypt -in "$testdata/a.key"; } > "$pem/stored"
 fi
 echo "seeded $(ls "$acme" | wc -l) files in $acme, $(ls "$x509" | wc -l) in $x509, $(ls "$pem" | wc -l) in $pem"
+
+# WebDAV seeds: a PROPFIND, a PROPPATCH with a namespaced value, a LOCK
+# with an owner, an If header, a Destination.
+dav="$here/corpus/webdav"
+mkdir -p "$dav"
+printf '<?xml version="1.0" encoding="utf-8"?>\n<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/><x:a xmlns:x="urn:x"/></D:prop></D:propfind>' > "$dav/propfind"
+printf '<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop><Z:a xml:lang="en">x &amp; <Z:b Z:c="1">y</Z:b><![CDATA[<z>]]></Z:a></D:prop></D:set><D:remove><D:prop><Z:d/></D:prop></D:remove></D:propertyupdate>' > "$dav/proppatch"
+printf '<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner><D:href>http://a/b</D:href></D:owner></D:lockinfo>' > "$dav/lock"
+printf '</dav/a> (<urn:uuid:181d4fae-7d8c-11d0-a765-00a0c91e6bf2> ["e1"]) (Not <DAV:no-lock> W/"e2")' > "$dav/if"
+printf 'http://localhost:80/dav/a%%20b/../c?q' > "$dav/destination"
+echo "seeded $(ls "$dav" | wc -l) files in $dav"

@@ -28,7 +28,10 @@ fuzz_target!(|data: &[u8]| {
     let mut named: Vec<Vec<u8>> = Vec::new();
     for line in data[..h.head_len].split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if let Some(v) = line.get(..11).filter(|p| p.eq_ignore_ascii_case(b"connection:")) {
+        if let Some(v) = line
+            .get(..11)
+            .filter(|p| p.eq_ignore_ascii_case(b"connection:"))
+        {
             let _ = v;
             for t in line[11..].split(|&b| b == b',') {
                 named.push(t.trim_ascii().to_ascii_lowercase());
@@ -37,14 +40,23 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut rest = &h.headers[..];
     while !rest.is_empty() {
-        let end = rest.windows(2).position(|w| w == b"\r\n").expect("a CRLF ends each line");
+        let end = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("a CRLF ends each line");
         let line = &rest[..end];
         rest = &rest[end + 2..];
         let colon = line.iter().position(|&b| b == b':').expect("name: value");
         let (name, value) = (&line[..colon], &line[colon + 1..]);
-        assert!(!name.is_empty() && name.iter().all(|&b| token(b)), "{line:?}");
+        assert!(
+            !name.is_empty() && name.iter().all(|&b| token(b)),
+            "{line:?}"
+        );
         assert!(value.starts_with(b" "), "{line:?}");
-        assert!(!value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0), "{line:?}");
+        assert!(
+            !value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0),
+            "{line:?}"
+        );
         let lower = name.to_ascii_lowercase();
         assert!(!DROPPED.iter().any(|d| d.as_bytes() == lower), "{line:?}");
         assert!(lower != b"status" && lower != b"content-length", "{line:?}");
@@ -52,7 +64,10 @@ fuzz_target!(|data: &[u8]| {
     }
     for cut in 0..h.head_len {
         if let Ok(Some(other)) = parse_head(&data[..cut], MAX) {
-            panic!("a head of {} bytes in {cut} of {}", other.head_len, h.head_len);
+            panic!(
+                "a head of {} bytes in {cut} of {}",
+                other.head_len, h.head_len
+            );
         }
     }
 });

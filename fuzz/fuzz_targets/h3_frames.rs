@@ -25,7 +25,11 @@ fn read(input: &[u8], step: usize) -> (Vec<(u64, Vec<u8>)>, Option<brisk::h3::Er
                     _ => out.push((u64::MAX, d.to_vec())),
                 },
                 Event::Frame(kind, payload) => {
-                    let max = if kind == HEADERS { MAX_HEADERS } else { MAX_CONTROL_PAYLOAD };
+                    let max = if kind == HEADERS {
+                        MAX_HEADERS
+                    } else {
+                        MAX_CONTROL_PAYLOAD
+                    };
                     assert!(payload.len() <= max);
                     if kind == SETTINGS {
                         let _ = parse_settings(payload);
@@ -49,6 +53,11 @@ fuzz_target!(|data: &[u8]| {
     let whole = read(rest, rest.len().max(1));
     let pieces = read(rest, cut as usize + 1);
     assert_eq!(whole, pieces);
-    let data: usize = whole.0.iter().filter(|e| e.0 == u64::MAX).map(|e| e.1.len()).sum();
+    let data: usize = whole
+        .0
+        .iter()
+        .filter(|e| e.0 == u64::MAX)
+        .map(|e| e.1.len())
+        .sum();
     assert!(data <= rest.len());
 });

@@ -106,7 +106,10 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         // No fragment and no control byte ever reaches a handler.
-        assert!(!req.target.iter().any(|&b| b == b'#' || b <= 0x20 || b == 0x7f));
+        assert!(!req
+            .target
+            .iter()
+            .any(|&b| b == b'#' || b <= 0x20 || b == 0x7f));
         for h in req.headers {
             assert!(
                 within(&data[..req.head_len], h.name) && within(&data[..req.head_len], h.value)

@@ -79,6 +79,9 @@ fn headers(input: &[u8]) {
             );
         }
         let stranger: SocketAddr = "192.0.2.1:1".parse().unwrap();
-        assert_eq!(client(&trusted, by, stranger, list.iter().copied()), Ok(None));
+        assert_eq!(
+            client(&trusted, by, stranger, list.iter().copied()),
+            Ok(None)
+        );
     }
 }

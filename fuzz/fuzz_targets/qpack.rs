@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
     let (stream, data) = data.split_at((n as usize).min(data.len()));
     let mut table = qpack::Table::default();
     let (a, b) = stream.split_at(stream.len() / 2);
-    if table.encoder_stream(a).and_then(|()| table.encoder_stream(b)).is_err() {
+    if table
+        .encoder_stream(a)
+        .and_then(|()| table.encoder_stream(b))
+        .is_err()
+    {
         return;
     }
     let mut scratch = (Vec::new(), Vec::new());

@@ -45,7 +45,8 @@ pub use crate::http::path::destination;
 pub use copymove::{transfer, Transfer};
 pub use listings::changed;
 pub use lock::{
-    container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed, Recheck, LOCKED,
+    asked as lockinfo, container, forget, guard, is_collection, is_new, lock, trim, unlock,
+    Changed, Recheck, LOCKED,
 };
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
 pub use props::{follow as follow_props, mark_collection, ops as proppatch_ops, proppatch};
