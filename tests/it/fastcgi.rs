@@ -447,6 +447,38 @@ fn index_and_front_controller() {
     assert_eq!(s.get("/app/style.css").body, b"body{}\n");
 }
 
+/// A script's path followed by a `/` alone runs the script with
+/// `PATH_INFO=/` (Symfony's `/app_dev.php/`, MediaWiki's
+/// `/index.php/`), as nginx's `fastcgi_split_path_info` and Apache's
+/// `AcceptPathInfo` do: not the directory index of a directory the script
+/// is not (a 404), nor the front controller.
+#[test]
+fn a_script_followed_by_a_slash_runs_with_path_info_slash() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get("/env.php/?x=1");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.text();
+    assert_eq!(var(&body, "SCRIPT_NAME"), "/env.php", "{body}");
+    assert_eq!(var(&body, "PATH_INFO"), "/", "{body}");
+    assert_eq!(var(&body, "REQUEST_URI"), "/env.php/?x=1", "{body}");
+    // Under a front controller's rule: the script named, not the
+    // fallback.
+    fs::write(
+        s.root.join("app/info.php"),
+        b"<?php\necho $_SERVER['SCRIPT_NAME'], ' ', $_SERVER['PATH_INFO'] ?? '(unset)', \"\\n\";\n",
+    )
+    .unwrap();
+    assert_eq!(s.get("/app/info.php/").text(), "/app/info.php /\n");
+    // A directory whose name ends with `.php` is still a directory.
+    fs::create_dir(s.root.join("d.php")).unwrap();
+    fs::write(
+        s.root.join("d.php/index.php"),
+        b"<?php\necho \"d index\\n\";\n",
+    )
+    .unwrap();
+    assert_eq!(s.get("/d.php/").text(), "d index\n");
+}
+
 /// A front controller for every path (`path = "/"` with a `fallback`)
 /// leaves the URLs of the `[[cgi]]` rules to them, as nginx's `location
 /// /cgi-bin/` wins over `location /`: `/cgi-bin/hello` is no file
