@@ -479,6 +479,38 @@ fn a_script_followed_by_a_slash_runs_with_path_info_slash() {
     assert_eq!(s.get("/d.php/").text(), "d index\n");
 }
 
+/// A client slow to send its body (a phone uploading a photo, or one
+/// that stalls on purpose) holds no php-fpm process meanwhile: the body
+/// is held whole before the application is connected to (as nginx's
+/// `fastcgi_request_buffering` does by default), so that as many such
+/// clients as `pm.max_children` leave the pool free for others.
+#[test]
+fn a_client_slow_to_send_its_body_holds_no_php_process() {
+    let Some(fpm) = Fpm::start_with("pm.max_children = 1\n") else {
+        return;
+    };
+    let s = brisk(&fpm);
+    let form = "b=two&c=3";
+    let mut slow = s.connect();
+    slow.send(
+        format!(
+            "POST /form.php?a=s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+             Expect: 100-continue\r\n\r\n",
+            form.len()
+        )
+        .as_bytes(),
+    );
+    // (Its body is wanted now: the request went as far as it goes
+    // before its body is in.)
+    assert_eq!(slow.response().status, 100);
+    let r = s.get("/form.php?a=1");
+    assert_eq!((r.status, r.text()), (200, "a=1 b=- c=-\n".into()));
+    slow.send(form.as_bytes());
+    let r = slow.response();
+    assert_eq!((r.status, r.text()), (200, "a=s b=two c=3\n".into()));
+}
+
 /// A front controller for every path (`path = "/"` with a `fallback`)
 /// leaves the URLs of the `[[cgi]]` rules to them, as nginx's `location
 /// /cgi-bin/` wins over `location /`: `/cgi-bin/hello` is no file

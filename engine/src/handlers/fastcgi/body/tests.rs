@@ -447,6 +447,7 @@ fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) 
         keepalive: 0,
         keepalive_timeout: Duration::from_secs(60),
         max_body: None,
+        buffer_request: true,
     };
     let group = crate::handlers::proxy::balance::Group::fastcgi(&rule);
     let group = Rc::new(std::cell::RefCell::new(group));
