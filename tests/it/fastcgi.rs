@@ -372,6 +372,31 @@ fn php_warnings_go_to_the_error_log() {
     );
 }
 
+/// php-fpm sends each PHP message in a STDERR record of its own, with no
+/// newline (`; ` before every one but the first): each is a line of the
+/// error log, as nginx logs each record, none lost however many a
+/// request has, and none waits for the request's end.
+#[test]
+fn each_php_message_is_a_line_of_the_error_log() {
+    let Some((_fpm, s)) = started() else { return };
+    fs::write(
+        s.root.join("chatty.php"),
+        b"<?php\nfor ($i = 0; $i < 150; $i++) { error_log(sprintf('message %03d of a chatty script', $i)); }\necho \"done\\n\";\n",
+    )
+    .unwrap();
+    assert_eq!(s.get("/chatty.php").text(), "done\n");
+    let last = s.wait_stderr_line("message 149 of a chatty script");
+    assert!(
+        last.ends_with(
+            "chatty.php (\"GET /chatty.php\"): PHP message: message 149 of a chatty script"
+        ),
+        "{last}"
+    );
+    let err = s.stderr();
+    let lines = err.lines().filter(|l| l.contains("of a chatty script"));
+    assert_eq!(lines.count(), 150, "{err}");
+}
+
 /// Every line about a FastCGI request names it (method and target as
 /// sent), as nginx's "request: ..." does: with a front controller the
 /// script alone names no request. A PHP warning (the application's
