@@ -372,6 +372,31 @@ fn php_warnings_go_to_the_error_log() {
     );
 }
 
+/// php-fpm sends each PHP message in a STDERR record of its own, with no
+/// newline (`; ` before every one but the first): each is a line of the
+/// error log, as nginx logs each record, none lost however many a
+/// request has, and none waits for the request's end.
+#[test]
+fn each_php_message_is_a_line_of_the_error_log() {
+    let Some((_fpm, s)) = started() else { return };
+    fs::write(
+        s.root.join("chatty.php"),
+        b"<?php\nfor ($i = 0; $i < 150; $i++) { error_log(sprintf('message %03d of a chatty script', $i)); }\necho \"done\\n\";\n",
+    )
+    .unwrap();
+    assert_eq!(s.get("/chatty.php").text(), "done\n");
+    let last = s.wait_stderr_line("message 149 of a chatty script");
+    assert!(
+        last.ends_with(
+            "chatty.php (\"GET /chatty.php\"): PHP message: message 149 of a chatty script"
+        ),
+        "{last}"
+    );
+    let err = s.stderr();
+    let lines = err.lines().filter(|l| l.contains("of a chatty script"));
+    assert_eq!(lines.count(), 150, "{err}");
+}
+
 /// Every line about a FastCGI request names it (method and target as
 /// sent), as nginx's "request: ..." does: with a front controller the
 /// script alone names no request. A PHP warning (the application's
@@ -445,6 +470,70 @@ fn index_and_front_controller() {
     );
     // A file there is still the static stage's.
     assert_eq!(s.get("/app/style.css").body, b"body{}\n");
+}
+
+/// A script's path followed by a `/` alone runs the script with
+/// `PATH_INFO=/` (Symfony's `/app_dev.php/`, MediaWiki's
+/// `/index.php/`), as nginx's `fastcgi_split_path_info` and Apache's
+/// `AcceptPathInfo` do: not the directory index of a directory the script
+/// is not (a 404), nor the front controller.
+#[test]
+fn a_script_followed_by_a_slash_runs_with_path_info_slash() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get("/env.php/?x=1");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.text();
+    assert_eq!(var(&body, "SCRIPT_NAME"), "/env.php", "{body}");
+    assert_eq!(var(&body, "PATH_INFO"), "/", "{body}");
+    assert_eq!(var(&body, "REQUEST_URI"), "/env.php/?x=1", "{body}");
+    // Under a front controller's rule: the script named, not the
+    // fallback.
+    fs::write(
+        s.root.join("app/info.php"),
+        b"<?php\necho $_SERVER['SCRIPT_NAME'], ' ', $_SERVER['PATH_INFO'] ?? '(unset)', \"\\n\";\n",
+    )
+    .unwrap();
+    assert_eq!(s.get("/app/info.php/").text(), "/app/info.php /\n");
+    // A directory whose name ends with `.php` is still a directory.
+    fs::create_dir(s.root.join("d.php")).unwrap();
+    fs::write(
+        s.root.join("d.php/index.php"),
+        b"<?php\necho \"d index\\n\";\n",
+    )
+    .unwrap();
+    assert_eq!(s.get("/d.php/").text(), "d index\n");
+}
+
+/// A client slow to send its body (a phone uploading a photo, or one
+/// that stalls on purpose) holds no php-fpm process meanwhile: the body
+/// is held whole before the application is connected to (as nginx's
+/// `fastcgi_request_buffering` does by default), so that as many such
+/// clients as `pm.max_children` leave the pool free for others.
+#[test]
+fn a_client_slow_to_send_its_body_holds_no_php_process() {
+    let Some(fpm) = Fpm::start_with("pm.max_children = 1\n") else {
+        return;
+    };
+    let s = brisk(&fpm);
+    let form = "b=two&c=3";
+    let mut slow = s.connect();
+    slow.send(
+        format!(
+            "POST /form.php?a=s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+             Expect: 100-continue\r\n\r\n",
+            form.len()
+        )
+        .as_bytes(),
+    );
+    // (Its body is wanted now: the request went as far as it goes
+    // before its body is in.)
+    assert_eq!(slow.response().status, 100);
+    let r = s.get("/form.php?a=1");
+    assert_eq!((r.status, r.text()), (200, "a=1 b=- c=-\n".into()));
+    slow.send(form.as_bytes());
+    let r = slow.response();
+    assert_eq!((r.status, r.text()), (200, "a=s b=two c=3\n".into()));
 }
 
 /// A front controller for every path (`path = "/"` with a `fallback`)

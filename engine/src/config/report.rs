@@ -513,6 +513,9 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
             r.send_timeout,
         ]));
         line.push_str(&kept(r.keepalive, r.keepalive_timeout));
+        if !r.buffer_request {
+            line.push_str("; request bodies streamed");
+        }
         line.push_str(&bodies(r.max_body));
         line
     });

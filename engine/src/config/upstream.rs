@@ -69,6 +69,7 @@ pub(super) const FASTCGI_KEYS: &[&str] = &[
     "keepalive",
     "keepalive_timeout",
     "max_body",
+    "buffer_request",
 ];
 
 const HEALTH_KEYS: &[&str] = &["path", "interval"];
@@ -361,6 +362,10 @@ pub struct FastcgiRule {
     pub keepalive_timeout: Duration,
     /// As [`ProxyRule::max_body`].
     pub max_body: Option<u64>,
+    /// `buffer_request` (true by default, unlike a proxy rule's): a
+    /// request's body is held whole before the application is connected
+    /// to, so that a client slow to send it holds none of its processes.
+    pub buffer_request: bool,
 }
 
 /// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
@@ -789,6 +794,7 @@ impl Loader<'_> {
         let (mut index, mut split_path, mut fallback) = (None, None, None);
         let mut root = None;
         let mut env = Vec::new();
+        let mut buffer_request = true;
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -824,6 +830,7 @@ impl Loader<'_> {
                     root = Some(self.existing_dir(&full, value, &path, what)?);
                 }
                 "env" => env = self.cgi_env(&full, value)?,
+                "buffer_request" => buffer_request = self.boolean(&full, value)?,
                 _ => return Err(self.unknown(key, section, FASTCGI_KEYS)),
             }
         }
@@ -846,6 +853,7 @@ impl Loader<'_> {
             keepalive: pool.keepalive,
             keepalive_timeout: pool.keepalive_timeout,
             max_body: pool.max_body,
+            buffer_request,
         })
     }
 

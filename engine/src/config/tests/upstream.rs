@@ -260,6 +260,7 @@ fn a_fastcgi_rule_has_the_documented_defaults() {
     assert_eq!(r.max_fails, 1);
     assert_eq!(r.keepalive, 0);
     assert_eq!(r.keepalive_timeout, Duration::from_secs(60));
+    assert!(r.buffer_request);
 }
 
 #[test]
@@ -274,7 +275,8 @@ fn every_fastcgi_key() {
          root = \"app/public\"\nenv = { APP_ENV = \"prod\", _X1 = \"\" }\n\
          connect_timeout = \"1s\"\nread_timeout = \"300s\"\nsend_timeout = \"10s\"\n\
          keepalive = 8\nkeepalive_timeout = \"1m\"\n\
-         balance = \"least_conn\"\nfail_timeout = \"30s\"\nmax_fails = 3\n",
+         balance = \"least_conn\"\nfail_timeout = \"30s\"\nmax_fails = 3\n\
+         buffer_request = false\n",
     );
     let c = super::config(&["--config", file.to_str().unwrap()]);
     let [r] = &c.site.fastcgi[..] else {
@@ -308,6 +310,7 @@ fn every_fastcgi_key() {
     assert_eq!(r.read_timeout, Duration::from_secs(300));
     assert_eq!(r.send_timeout, Duration::from_secs(10));
     assert_eq!(r.keepalive, 8);
+    assert!(!r.buffer_request);
     assert_eq!(r.keepalive_timeout, Duration::from_secs(60));
 }
 

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
 use crate::config::{Level, Tried};
-use crate::handlers::cgi::pipe_body::gather_lines;
 use crate::handlers::cgi::{parse_head, reply_head, CgiReply};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::proxy::balance::Tries;
@@ -159,10 +158,42 @@ fn push_stdin(outbox: &mut Outbox, frame: &mut Vec<u8>, data: &[u8], client: boo
     }
 }
 
+/// What php-fpm puts between two PHP messages on the error stream (in
+/// one record, or at the start of the next one).
+const PHP_NEXT: &[u8] = b"; PHP message: ";
+
+/// Gathers `data` of the error stream of the application `label` names
+/// into `line`, logging each line as it ends: at a newline, or where
+/// php-fpm begins its next message (each is a line of the log, none
+/// lost however many a request has). Of a longer line, the first
+/// [`STDERR_LINE`] bytes are kept.
+fn gather_stderr(label: &str, line: &mut Vec<u8>, data: &[u8], log: &mut Logger) {
+    for &b in data {
+        if b == b'\n' {
+            log_stderr(label, line, log);
+        } else {
+            line.push(b);
+            if line.ends_with(PHP_NEXT) {
+                line.truncate(line.len() - PHP_NEXT.len());
+                log_stderr(label, line, log);
+                line.extend_from_slice(&PHP_NEXT[2..]);
+            } else if line.len() > STDERR_LINE + PHP_NEXT.len() {
+                // (Past what is kept, only the end that may begin
+                // php-fpm's next message.)
+                line.remove(STDERR_LINE);
+            }
+        }
+    }
+}
+
+/// The longest line of an application's error stream logged.
+const STDERR_LINE: usize = 4096;
+
 /// Logs a STDERR `line` of the application `label` names (warn), if any,
 /// and empties it.
 fn log_stderr(label: &str, line: &mut Vec<u8>, log: &mut Logger) {
     if !line.is_empty() {
+        line.truncate(STDERR_LINE);
         let text = String::from_utf8_lossy(line);
         log.log(Level::Warn, format_args!("{label}: {text}"));
         line.clear();
@@ -436,9 +467,7 @@ impl FastcgiBody {
                 }
                 Some(Event::Stderr(data)) => {
                     let label = &self.opts.label;
-                    gather_lines(&mut self.stderr_line, data, |line| {
-                        log_stderr(label, line, log)
-                    });
+                    gather_stderr(label, &mut self.stderr_line, data, log);
                 }
                 Some(Event::End { .. }) => {
                     log_stderr(&self.opts.label, &mut self.stderr_line, log);

@@ -193,7 +193,14 @@ impl Scripts {
             Some(end) => split(path, end.as_bytes()),
             None => Some((path.to_vec(), Vec::new())),
         };
-        if path.ends_with(b"/") {
+        // `/a.php/` is script `/a.php` with `PATH_INFO=/` (as nginx's
+        // `fastcgi_split_path_info` splits it), unless `a.php` is a
+        // directory: then it is that directory's path, as any other.
+        let split_dir = |(name, _): &(Vec<u8>, Vec<u8>)| {
+            let rel = name.strip_prefix(b"/").unwrap_or(name);
+            matches!(self.roots[i].0.stat(rel), Ok((_, m)) if m.kind == Kind::Dir)
+        };
+        if path.ends_with(b"/") && script.as_ref().is_none_or(split_dir) {
             let rel = &path[1..];
             let has_static_index = self.static_index.iter().any(|name| {
                 let file = [rel, name.as_bytes()].concat();

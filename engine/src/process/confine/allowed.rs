@@ -279,6 +279,7 @@ mod tests {
             keepalive: 0,
             keepalive_timeout: Duration::from_secs(60),
             max_body: None,
+            buffer_request: true,
         };
         new.site.fastcgi = vec![rule.clone(), rule];
         let one = Allowed {

@@ -43,6 +43,7 @@ impl Router {
                 return refused;
             }
         }
+        let rules = &self.cfg.site(site).fastcgi;
         match found {
             Found::No => Step::Next,
             Found::Refused(status, why, file) => {
@@ -52,8 +53,8 @@ impl Router {
                 Step::Answer(Plan::error(status, routing.scratch))
             }
             // The application is told the body's length: a chunked one
-            // is held whole first.
-            Found::Script(script) if routing.req.body() == BodyFraming::Chunked => {
+            // is held whole first; so is any with `buffer_request`.
+            Found::Script(script) if holds_body(rules.get(script.rule), routing.req.body()) => {
                 Step::Defer(Deferred::WholeBody(Resume(Resumed::Fastcgi(script))))
             }
             Found::Script(script) => Step::Answer(self.start_fastcgi(&script, None, routing)),
@@ -128,6 +129,16 @@ impl Router {
             body: Body::Fastcgi(Box::new(plan)),
             close: false,
         }
+    }
+}
+
+/// Whether a request with a body framed as `body` waits for it whole
+/// before its application is connected to (under `rule`).
+fn holds_body(rule: Option<&FastcgiRule>, body: BodyFraming) -> bool {
+    match body {
+        BodyFraming::None | BodyFraming::Length(0) => false,
+        BodyFraming::Chunked => true,
+        _ => rule.is_some_and(|r| r.buffer_request),
     }
 }
 

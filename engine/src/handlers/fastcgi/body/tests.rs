@@ -280,6 +280,33 @@ fn stderr_is_logged_line_by_line_and_the_rest_at_the_end() {
     }
 }
 
+/// php-fpm's messages come without newlines, `; ` between them, many
+/// in one record: each is a line, a long one cut, none lost.
+#[test]
+fn each_php_message_is_a_line_however_long_the_one_before() {
+    let (m, mut p, mut app) = asked(None);
+    let long = "x".repeat(5000);
+    let mut out = Vec::new();
+    let first = format!("PHP message: {long}; PHP message: b; PHP mess");
+    stderr(&mut out, ID, first.as_bytes());
+    stderr(&mut out, ID, b"age: c");
+    stdout(&mut out, ID, b"Content-Type: text/plain\r\n\r\nok");
+    stderr(&mut out, ID, b"; PHP message: d");
+    end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+    app.write_all(&out).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 200"));
+    assert_eq!(next(&mut p, &m), "last ok");
+    let log = errors(m);
+    let cut = &format!("PHP message: {long}")[..4096];
+    for line in [cut, "PHP message: b", "PHP message: c", "PHP message: d"] {
+        assert!(
+            log.contains(&format!("fastcgi /test.php: {line}\n")),
+            "{line:?} in {log}"
+        );
+    }
+    assert_eq!(log.lines().count(), 4, "{log}");
+}
+
 #[test]
 fn end_request_before_the_end_of_stdout_ends_the_answer() {
     let pool = Shared::default();
@@ -447,6 +474,7 @@ fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) 
         keepalive: 0,
         keepalive_timeout: Duration::from_secs(60),
         max_body: None,
+        buffer_request: true,
     };
     let group = crate::handlers::proxy::balance::Group::fastcgi(&rule);
     let group = Rc::new(std::cell::RefCell::new(group));

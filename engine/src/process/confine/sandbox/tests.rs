@@ -446,6 +446,7 @@ fn temp_dir_is_writable_where_bodies_are_held_whole() {
         keepalive: 0,
         keepalive_timeout: d,
         max_body: None,
+        buffer_request: true,
     }];
     assert!(temp(&cfg), "fastcgi");
 }
