@@ -148,7 +148,7 @@ impl Worker {
                     "client {} closed the connection before its request body was complete{}",
                     c.peer.ip(),
                     if c.producing() {
-                        "; its CGI program is stopped"
+                        "; what was answering it (a CGI program, a FastCGI or upstream request) is stopped"
                     } else {
                         ""
                     }
