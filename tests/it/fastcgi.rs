@@ -930,6 +930,79 @@ fn a_socket_brisks_user_may_not_write_to_says_what_to_change() {
     ));
 }
 
+/// A unix socket whose listen queue is full (php-fpm's children all
+/// busy and `listen.backlog` connections waiting): a 502 whose error line
+/// says so and what to raise, not only `Resource temporarily
+/// unavailable`.
+#[test]
+fn a_socket_whose_queue_is_full_says_so() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = TempDir::new("fcgi-full");
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path.join("php-fpm.sock");
+    let _listener = full_listener(&sock);
+    fs::set_permissions(&sock, fs::Permissions::from_mode(0o666)).unwrap();
+    let mut b = Builder::new();
+    b.file("x.php", b"<?php echo 'x';\n");
+    b.config(&format!(
+        "[[fastcgi]]\npattern = \"*.php\"\nto = \"unix:{}\"\n",
+        sock.display()
+    ));
+    let s = b.start();
+    let r = s.get("/x.php");
+    assert_eq!(r.status, 502, "{}", r.text());
+    s.wait_stderr_line(&format!(
+        "fastcgi {}/x.php (\"GET /x.php\"): unix:{}: cannot connect: Resource temporarily \
+         unavailable (os error 11): its listen queue is full: every process of the application \
+         is busy and as many connections wait as its backlog holds (php-fpm: pm.max_children, \
+         listen.backlog; the system's net.core.somaxconn); 502",
+        s.root.display(),
+        sock.display()
+    ));
+}
+
+/// A unix socket at `path` listening with a backlog of 0, never
+/// accepting, its queue filled (a non-blocking connect to it fails with
+/// `EAGAIN`); with the connections that fill it.
+fn full_listener(path: &Path) -> (UnixListener, Vec<std::os::fd::OwnedFd>) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let listener = UnixListener::bind(path).unwrap();
+    // SAFETY: plain calls on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 0) },
+        0
+    );
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in addr
+        .sun_path
+        .iter_mut()
+        .zip(path.as_os_str().as_encoded_bytes())
+    {
+        *d = *s as libc::c_char;
+    }
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        // SAFETY: a new socket, connected to a valid address of its size.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
+        assert!(fd >= 0);
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        let r = unsafe {
+            libc::connect(
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                &addr as *const _ as *const libc::sockaddr,
+                len,
+            )
+        };
+        if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN) {
+            return (listener, held);
+        }
+        held.push(fd);
+    }
+    panic!("the queue never filled");
+}
+
 /// The start-up hint that `/` answers 403 (no index.html, no listings)
 /// is not given when a FastCGI rule answers `/`: its `index.php` there,
 /// or a front controller's `fallback`. (Nothing is sent to php-fpm.)

@@ -18,22 +18,33 @@ pub fn connect(to: &Upstream, tried: Tried) -> io::Result<OwnedFd> {
     }
 }
 
-/// A unix socket's `EACCES` says what to change: the socket belongs to
-/// the application's user (Debian's php-fpm makes its socket
-/// `www-data:www-data 0660`), and brisk serves as another (`nobody`
-/// when started as root with no `user`).
+/// A unix socket's `EACCES` and `EAGAIN` say what to change. `EACCES`:
+/// the socket belongs to the application's user (Debian's php-fpm makes
+/// its socket `www-data:www-data 0660`), and brisk serves as another
+/// (`nobody` when started as root with no `user`). `EAGAIN`: its listen
+/// queue is full (every process of the application busy, and as many
+/// connections waiting as its backlog holds: unix(7)).
 fn unix_refused(e: io::Error) -> io::Error {
-    if e.raw_os_error() != Some(libc::EACCES) {
-        return e;
-    }
-    io::Error::new(
-        e.kind(),
-        format!(
-            "{e}: the user brisk serves as may not write to the socket; let it (php-fpm: \
+    let hint = match e.raw_os_error() {
+        Some(libc::EACCES) => {
+            "the user brisk serves as may not write to the socket; let it (php-fpm: \
              listen.owner, listen.group and listen.mode in the pool), or serve as a user or \
              group that may (user = \"www-data\")"
-        ),
-    )
+        }
+        Some(libc::EAGAIN) => {
+            "its listen queue is full: every process of the application is busy and as \
+             many connections wait as its backlog holds (php-fpm: pm.max_children, \
+             listen.backlog; the system's net.core.somaxconn)"
+        }
+        _ => return e,
+    };
+    // (Not `WouldBlock` for `EAGAIN`: the connection failed, it is not
+    // to be waited for.)
+    let kind = match e.kind() {
+        io::ErrorKind::WouldBlock => io::ErrorKind::Other,
+        kind => kind,
+    };
+    io::Error::new(kind, format!("{e}: {hint}"))
 }
 
 /// A non-blocking TCP connection to `addr`, under way.
