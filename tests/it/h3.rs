@@ -842,13 +842,6 @@ fn statuses_and_resets(out: &Value) -> Vec<(String, Option<u64>)> {
     got
 }
 
-/// 16 answers of 200, and 2 streams rejected before any head.
-fn sixteen_answered_two_rejected() -> Vec<(String, Option<u64>)> {
-    let mut want = vec![("-".to_string(), Some(REQUEST_REJECTED)); 2];
-    want.extend(vec![(":status: 200".to_string(), None); 16]);
-    want
-}
-
 /// CGI requests beyond the connection's sixteen programs, without a
 /// body, wait for their turn over HTTP/3 (as upstream requests do): they
 /// were answered 503, an error for the page, where Chromium sends a
@@ -870,23 +863,108 @@ fn cgi_requests_beyond_the_connection_s_sixteen_wait_their_turn_over_h3() {
     assert!(r.iter().all(|r| text(r) == "done\n"), "{r:?}");
 }
 
+/// A site whose `/cgi-bin/digest.sh` answers, a second after it
+/// started, its body's length and SHA-256 (`sha256sum`'s hex).
+fn digest_server() -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin").join("digest.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nsleep 1\necho 'Content-Type: text/plain'\necho\n\
+         echo \"$CONTENT_LENGTH $(sha256sum | cut -d' ' -f1)\"\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    b.start()
+}
+
+/// A POST of `body` to `digest.sh`, and the answer it should get.
+fn digest_post(body: &str) -> (Value, String) {
+    use sha2::Digest;
+    let sum = hex(&sha2::Sha256::digest(body.as_bytes()));
+    let request = json!({"method": "POST", "path": "/cgi-bin/digest.sh",
+                         "headers": [["content-length", body.len().to_string()]],
+                         "text": body});
+    (request, format!("{} {sum}\n", body.len()))
+}
+
 /// CGI requests with a body beyond the connection's sixteen programs
-/// are rejected before their program starts, H3_REQUEST_REJECTED (RFC
-/// 9114 §4.1.1: nothing of them was processed, the client may send them
-/// again), as HTTP/2 refuses them with REFUSED_STREAM; they were
-/// answered 503. The warning names the protocol.
+/// wait for their turn over HTTP/3 as over HTTP/2, their bodies left
+/// unread meanwhile (in QUIC's receive buffer, their credit held), then
+/// read once they are routed again: they were rejected
+/// (H3_REQUEST_REJECTED), and Chromium, which sends a rejected request
+/// again at once and fails it when that is rejected too, lost 14 of a
+/// page's 30 POSTs. 30 at once on one connection, a third of them of
+/// 100 KB: all answered, each program given its whole body.
 #[test]
-fn cgi_requests_with_a_body_beyond_the_connection_s_sixteen_are_rejected_over_h3() {
-    let s = slow_server();
-    let request = json!({"method": "POST", "path": "/cgi-bin/slow.sh",
-                         "headers": [["content-length", "5"]], "text": "hello"});
-    let Some(out) = h3(&s, Value::Array(vec![request; 18])) else {
+fn cgi_requests_with_a_body_beyond_the_connection_s_sixteen_wait_their_turn_over_h3() {
+    let s = digest_server();
+    let (mut requests, mut want) = (Vec::new(), Vec::new());
+    for i in 0..30 {
+        let len = if i % 3 == 0 { 100_000 } else { 1000 + i };
+        let body: String = (0..len)
+            .map(|j| char::from(b'a' + ((i + j) % 26) as u8))
+            .collect();
+        let (request, answer) = digest_post(&body);
+        requests.push(request);
+        want.push((":status: 200".to_string(), answer));
+    }
+    let Some(out) = h3(&s, Value::Array(requests)) else {
         return;
     };
-    assert_eq!(statuses_and_resets(&out), sixteen_answered_two_rejected());
-    s.wait_stderr_line(
-        "16 programs and upstream requests already answer this HTTP/3 connection; stream ",
-    );
+    let r = out["responses"].as_array().expect("responses");
+    let got: Vec<_> = r
+        .iter()
+        .map(|r| {
+            let status = fields(r).first().cloned().unwrap_or_else(|| "-".into());
+            (status, text(r).to_string())
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// Over HTTP/3 the bodies that wait for their turn, unread, hold the
+/// connection's flow-control credit (RFC 9000 §4.1), which the requests
+/// under way need for their own: they may take at most half of it (2 MiB
+/// of the 4 MiB brisk gives a connection), each counted by its length.
+/// Beyond 16 small POSTs under way, two of 1 MB wait and are answered,
+/// the third is rejected (H3_REQUEST_REJECTED), nothing of it processed.
+#[test]
+fn over_h3_the_bodies_waiting_for_their_turn_are_bounded_by_half_the_connection_window() {
+    let s = digest_server();
+    let (mut requests, mut answers) = (Vec::new(), Vec::new());
+    for i in 0..19 {
+        let len = if i < 16 { 100 + i } else { 1_000_000 + i };
+        let body: String = (0..len)
+            .map(|j| char::from(b'a' + ((i + j) % 26) as u8))
+            .collect();
+        let (request, answer) = digest_post(&body);
+        requests.push(request);
+        answers.push(answer);
+    }
+    let Some(out) = h3_spec(&s, Value::Array(requests), json!({"timeout": 60})) else {
+        return;
+    };
+    let r = out["responses"].as_array().expect("responses");
+    let small: Vec<_> = r[..16].iter().map(|r| text(r).to_string()).collect();
+    assert_eq!(small, answers[..16]);
+    let mut big: Vec<_> = (16..19)
+        .map(|i| match r[i]["reset"].as_u64() {
+            Some(code) => (code, String::new()),
+            None => (0, (text(&r[i]) == answers[i]).to_string()),
+        })
+        .collect();
+    big.sort();
+    let want = [
+        (0, "true".to_string()),
+        (0, "true".to_string()),
+        (REQUEST_REJECTED, String::new()),
+    ];
+    assert_eq!(big, want);
     s.wait_stderr_line("rejected (H3_REQUEST_REJECTED: the client may send it again)");
 }
 
@@ -922,13 +1000,14 @@ fn upstream_answering_once(n: usize) -> std::net::SocketAddr {
 }
 
 /// Requests with a body to an upstream beyond the connection's sixteen
-/// are rejected over HTTP/3 (H3_REQUEST_REJECTED, nothing of them sent
-/// upstream), as HTTP/2 refuses them: they were answered 503. (They do
-/// not wait as those without a body do: their bodies, unread, would hold
-/// the connection's flow-control credit that those under way need.)
+/// wait for their turn over HTTP/3 as over HTTP/2, their bodies unread
+/// meanwhile: they were answered 503, then rejected (H3_REQUEST_REJECTED,
+/// which Chromium retries once). (The upstream holds its answers until
+/// sixteen requests are under way, so that the two over find the
+/// connection full.)
 #[cfg(feature = "upstreams")]
 #[test]
-fn upstream_requests_with_a_body_beyond_the_connection_s_sixteen_are_rejected_over_h3() {
+fn upstream_requests_with_a_body_beyond_the_connection_s_sixteen_wait_their_turn_over_h3() {
     let to = upstream_answering_once(16);
     let mut b = Builder::new();
     b.config(&format!(
@@ -945,16 +1024,9 @@ fn upstream_requests_with_a_body_beyond_the_connection_s_sixteen_are_rejected_ov
     let Some(out) = h3(&s, Value::Array(requests)) else {
         return;
     };
-    assert_eq!(statuses_and_resets(&out), sixteen_answered_two_rejected());
-    let bodies: Vec<&str> = out["responses"]
-        .as_array()
-        .expect("responses")
-        .iter()
-        .filter(|r| r["reset"].is_null())
-        .map(text)
-        .collect();
-    assert_eq!(bodies, vec!["ok"; 16]);
-    s.wait_stderr_line("rejected (H3_REQUEST_REJECTED: the client may send it again)");
+    let r = out["responses"].as_array().expect("responses");
+    let got: Vec<_> = r.iter().map(|r| (fields(r)[0].clone(), text(r))).collect();
+    assert_eq!(got, vec![(":status: 200".to_string(), "ok"); 18]);
 }
 
 /// Requests to an upstream beyond the connection's sixteen, without a

@@ -73,7 +73,7 @@ impl Wait {
 }
 
 /// A request held while its password is hashed off the loop, or (over
-/// HTTP/2, `turn`) while its connection has no room for one more
+/// HTTP/2 or HTTP/3, `turn`) while its connection has no room for one more
 /// upstream request; it is routed again once the outcome is in, or its
 /// turn has come (`ready`).
 #[derive(Debug)]
@@ -94,7 +94,9 @@ pub struct AuthWait {
     /// turn (the requests under way share that window and must not wait
     /// on this one), none for a password check's (the connection's
     /// window bounds those). Owed once the request is routed again and
-    /// its body given where it goes (`h2::Conn::owe`).
+    /// its body given where it goes (`h2::Conn::owe`). HTTP/3, waiting
+    /// for its turn: the connection credit its body, unread, may take
+    /// meanwhile (counted in `h3::Session::turn_held`).
     pub paid: usize,
     /// HTTP/2: the body is all in.
     pub body_done: bool,

@@ -47,7 +47,12 @@ const SEND_WINDOW: u64 = 2 << 20;
 /// What a client may send on all its streams of a connection before brisk
 /// reads it (quinn-proto's default is unbounded: 100 streams each with
 /// its own window, of 1.25 MB).
-const RECEIVE_WINDOW: u32 = 4 << 20;
+pub const RECEIVE_WINDOW: u32 = 4 << 20;
+
+/// What a client may send on one stream before brisk reads it
+/// (quinn-proto's default, said here: the bodies that wait for their
+/// turn unread are bounded by it, see `Worker::wait_turn`).
+pub const STREAM_WINDOW: u32 = 1_250_000;
 
 /// The quinn-proto server configuration for `certs`: TLS 1.3 only (QUIC
 /// has no other, RFC 9001 §4.2), ALPN `h3` only, no 0-RTT (replayable
@@ -82,6 +87,7 @@ pub fn server_config(
         ))
         .send_window(SEND_WINDOW)
         .receive_window(VarInt::from_u32(RECEIVE_WINDOW))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         // No unreliable datagrams (RFC 9221): HTTP/3 does not use them here.
         .datagram_receive_buffer_size(None);
     // A client that can (QUIC's ACK frequency extension: quinn's does,

@@ -113,6 +113,9 @@ pub struct Session {
     /// for it; and one the client reset but brisk never read holds its
     /// place, so it cannot be repeated unread.)
     pub resets: u64,
+    /// The flow-control credit that the bodies of its requests waiting
+    /// for their turn may take, unread (see `Worker::wait_turn`).
+    pub turn_held: u64,
 }
 
 impl Session {
@@ -152,6 +155,7 @@ impl Session {
             unwanted: Vec::new(),
             faults: 0,
             resets: 0,
+            turn_held: 0,
         }
     }
 

@@ -328,8 +328,11 @@ impl Worker {
         // (`H3Frames::took_body`).
         // A request held while its password is checked has at most
         // HELD_WHILE_CHECKED of its body read meanwhile (the rest waits in
-        // quinn-proto, as HTTP/2's stream window holds it back); it is
-        // read on once routed again (`Worker::h3_read_on`).
+        // quinn-proto, as HTTP/2's stream window holds it back), one
+        // waiting for its turn none (its bytes wait unread, bounded as
+        // `Worker::wait_turn` says); it is read on once routed again
+        // (`Worker::h3_read_on`). (Asked for none, a stream still says
+        // whether the client reset it.)
         let index = u32::try_from(id.index()).ok().filter(|_| !uni);
         let answer = index.and_then(|i| s.answer(i)).map(|a| (a.run, a.wait));
         let mut left = match answer.unwrap_or_default() {
@@ -338,6 +341,7 @@ impl Worker {
                 .filter(|input| !input.is_closed())
                 .map_or(usize::MAX, |input| input.room()),
             (None, Some(ex)) => match self.exchanges.wait(ex) {
+                Some(crate::server::waits::Wait::Check(w)) if w.turn => 0,
                 Some(crate::server::waits::Wait::Check(w)) => {
                     HELD_WHILE_CHECKED.saturating_sub(w.body.len())
                 }
@@ -351,10 +355,9 @@ impl Worker {
             return;
         };
         loop {
-            if left == 0 {
-                break;
-            }
             let (bytes, fin) = match chunks.next(left) {
+                // (Asked for none: bytes are there, left unread.)
+                Ok(Some(_)) if left == 0 => break,
                 Ok(Some(chunk)) => (chunk.bytes, false),
                 Ok(None) => (bytes::Bytes::new(), true),
                 Err(ReadError::Blocked) => break,
@@ -394,10 +397,11 @@ impl Worker {
             if fin || !matches!(then, Then::Nothing) {
                 break;
             }
-            // (A head with much of its body behind it: routed first, so
+            // (A head with some of its body behind it: routed first, so
             // that the rest is read as its route wants, bounded while it
-            // waits for a password check.)
-            if head.is_some() && body.len() >= HELD_WHILE_CHECKED {
+            // waits for a password check, not read while it waits for its
+            // turn.)
+            if head.is_some() && !body.is_empty() {
                 reread = true;
                 break;
             }

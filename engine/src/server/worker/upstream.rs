@@ -28,12 +28,13 @@ use crate::server::conn::Conn;
 
 impl Worker {
     /// Whether request `r` of HTTP/2 or HTTP/3 stream `stream` of `c`
-    /// waits for its turn ([`Worker::wait_turn`]): the connection has no room for one
-    /// more upstream request now (see `pipe::H2_PIPES`), and the request
-    /// has no body or comes over HTTP/2 (its body held within its
-    /// stream's window, the connection's credit given back:
-    /// `Worker::h2_data`). (Over HTTP/3 one with a body is rejected,
-    /// [`Worker::refuses`].)
+    /// waits for its turn ([`Worker::wait_turn`]): the connection has no
+    /// room for one more upstream request now (see `pipe::H2_PIPES`),
+    /// and the request may wait (not one whose body was held whole
+    /// before, `body_read`: a wait could not give it again; over HTTP/3
+    /// not one past the bound of bodies waiting unread). (A page's many
+    /// API calls through the proxy were answered 503 past the limit;
+    /// one that may not wait is refused: [`Worker::refuses`].)
     fn waits_turn(
         &mut self,
         c: &mut Conn,
@@ -43,21 +44,8 @@ impl Worker {
         body_read: bool,
     ) -> bool {
         #[cfg(feature = "http2")]
-        {
-            // (Over HTTP/2 one with a body waits too, its body held within
-            // its stream's window: `Worker::h2_data_paid`.)
-            // (Not one whose body was held whole before: a wait could
-            // not give it again.)
-            let bodiless = r.req.bodiless() || (c.speaks_h2() && !body_read);
-            // (Over HTTP/3 too: a page's many API calls through the proxy
-            // were answered 503 past the limit, where HTTP/2 queued them.
-            // One with a body is rejected there, as HTTP/2 refuses it:
-            // `Worker::refuses`.)
-            let full = super::pipe::programs_full(c);
-            if let Some(id) = stream.filter(|_| bodiless && full) {
-                self.wait_turn(c, r, id, redirects);
-                return true;
-            }
+        if let Some(id) = stream.filter(|_| super::pipe::programs_full(c)) {
+            return self.wait_turn(c, r, id, redirects, body_read);
         }
         let _ = (c, r, stream, redirects, body_read);
         false
@@ -66,8 +54,8 @@ impl Worker {
     /// Whether HTTP/2 or HTTP/3 stream `stream` of `c` is refused
     /// (RST_STREAM REFUSED_STREAM; HTTP/3: H3_REQUEST_REJECTED;
     /// [`Worker::refuse_stream`]) because the connection
-    /// has no room for one more upstream request (over HTTP/3, one with
-    /// a body: [`Worker::waits_turn`]): nothing was sent
+    /// has no room for one more upstream request (one that may not wait
+    /// its turn: [`Worker::waits_turn`]): nothing was sent
     /// anywhere, so the client may send it again (RFC 9113 §8.7;
     /// browsers and curl do), where a 503 would be an answer to show.
     /// (A CGI program is refused so too, before it starts: see

@@ -130,15 +130,59 @@ impl Worker {
     /// again ([`Worker::take_checked`]), as after a password check. How
     /// many wait is bounded by the connection's streams
     /// (`http2.max_concurrent_streams`; HTTP/3: its streams' limit):
-    /// each holds one open stream's request head, and over HTTP/2 what
-    /// came of its body, within its stream's window (the bodies held so
-    /// on a connection within `http2.connection_window`:
-    /// `Worker::h2_data`).
+    /// each holds one open stream's request head, and its body:
+    ///
+    /// - over HTTP/2 what came of it, within its stream's window, the
+    ///   connection's credit given back (the bodies held so on a
+    ///   connection within `http2.connection_window`: `Worker::h2_data`);
+    /// - over HTTP/3 it is not read (`Worker::h3_read`): QUIC gives
+    ///   credit back as bytes are read, so the bytes the client sends
+    ///   meanwhile wait unread in quinn-proto's receive buffer, their
+    ///   stream's credit held. But they take the connection's credit too
+    ///   (RFC 9000 §4.1: MAX_DATA bounds the bytes received on all
+    ///   streams, and the receiver raises it only as it consumes them),
+    ///   which the requests under way need for their own bodies: held
+    ///   unread past it, the bodies that wait would starve those whose
+    ///   end they wait for. So the credit that waiting bodies may take
+    ///   (each its declared length, at most its stream's window; one
+    ///   without a length, that window) is at most half the
+    ///   connection's window ([`TURN_HELD`]).
+    ///
+    /// False if it may not wait (a body read whole before, which a wait
+    /// could not give again; over HTTP/3, one past that bound): the
+    /// caller refuses it.
     #[cfg(feature = "http2")]
-    pub(super) fn wait_turn(&mut self, c: &mut Conn, r: &mut Request, stream: u32, redirects: u8) {
-        let wait = Wait::Check(AuthWait::new(r.hold(redirects), true));
-        let ex = self.exchange(c, Some(stream), wait);
+    pub(super) fn wait_turn(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: u32,
+        redirects: u8,
+        body_read: bool,
+    ) -> bool {
+        let bodiless = r.req.bodiless();
+        if body_read && !bodiless {
+            return false;
+        }
+        #[allow(unused_mut)]
+        let mut credit = 0;
+        #[cfg(feature = "http3")]
+        if let Some(s) = c.h3_mut().filter(|_| !bodiless) {
+            let window = u64::from(crate::tls::quic::STREAM_WINDOW);
+            credit = match r.req.body() {
+                BodyFraming::Length(n) => n.min(window),
+                _ => window,
+            };
+            if s.turn_held + credit > TURN_HELD {
+                return false;
+            }
+            s.turn_held += credit;
+        }
+        let mut w = AuthWait::new(r.hold(redirects), true);
+        w.paid = credit as usize;
+        let ex = self.exchange(c, Some(stream), Wait::Check(w));
         self.hold_at(c, r, Some(stream), ex, &mut None);
+        true
     }
 
     /// When `c` has room for one more upstream request, the first of its
@@ -347,6 +391,10 @@ impl Worker {
                 s.conn.owe(w.paid);
                 s.turn_held -= w.paid;
             }
+            #[cfg(feature = "http3")]
+            if let Some(s) = c.h3_mut() {
+                s.turn_held -= w.paid as u64;
+            }
             if !w.body.is_empty() || w.body_done {
                 self.h2_data(c, id, &w.body, w.body_done, w.trailers.as_deref());
             }
@@ -492,15 +540,15 @@ impl Worker {
     /// The CGI request `r` (which `redirects` local redirects led to)
     /// on `stream` of `c` was refused before its program started: the
     /// connection runs as many as it may (`pipe::H2_PIPES`). Over HTTP/2
-    /// it waits for its turn, as an upstream request does
+    /// and HTTP/3 it waits for its turn, as an upstream request does
     /// ([`Worker::wait_turn`]: Chromium sends a refused or rejected
     /// request again at once, and fails it when that is refused too),
-    /// its body held (`Worker::h2_data`); over HTTP/3 one without a body
-    /// waits so, one with a body is rejected, its body not held (QUIC's
-    /// credit goes back as its bytes are read), and so is one whose body
-    /// was read whole before (`body_read`: a body without a length, held
-    /// for the program, which a wait could not give again). Nothing is to be answered then
-    /// (`None`); else (HTTP/1.1) the 503 to answer (see
+    /// its body held (`Worker::h2_data`; over HTTP/3 left unread); one
+    /// that may not wait (its body read whole before, `body_read`: a
+    /// body without a length, held for the program, which a wait could
+    /// not give again; over HTTP/3, bodies waiting past their bound) is
+    /// refused (REFUSED_STREAM, H3_REQUEST_REJECTED). Nothing is to be
+    /// answered then (`None`); else (HTTP/1.1) the 503 to answer (see
     /// [`Worker::refuse_stream`]).
     fn refuse_program(
         &mut self,
@@ -511,9 +559,10 @@ impl Worker {
         body_read: bool,
     ) -> Option<Plan> {
         #[cfg(feature = "http2")]
-        if let Some(id) = stream.filter(|_| r.req.bodiless() || (c.speaks_h2() && !body_read)) {
-            self.wait_turn(c, r, id, redirects);
-            return None;
+        if let Some(id) = stream {
+            if self.wait_turn(c, r, id, redirects, body_read) {
+                return None;
+            }
         }
         let _ = (redirects, body_read);
         let label = format!("cgi for {}", String::from_utf8_lossy(r.req.target()));
@@ -552,6 +601,10 @@ impl Worker {
                     s.conn.release_conn((w.body.len() - w.paid) as u32);
                     s.conn.release_stream(id, w.body.len());
                     s.turn_held -= w.paid;
+                }
+                #[cfg(feature = "http3")]
+                if let Some(s) = c.h3_mut() {
+                    s.turn_held -= w.paid as u64;
                 }
                 let _ = (c, stream);
                 w.held
@@ -600,3 +653,10 @@ impl Worker {
         self.answer_or_pipe(c, r, plan, None, redirects);
     }
 }
+
+/// The most flow-control credit that the bodies of an HTTP/3
+/// connection's requests waiting for their turn may take unread: half the
+/// connection's window, the rest left to the requests under way (see
+/// [`Worker::wait_turn`]).
+#[cfg(feature = "http3")]
+const TURN_HELD: u64 = crate::tls::quic::RECEIVE_WINDOW as u64 / 2;
