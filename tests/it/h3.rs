@@ -968,6 +968,94 @@ fn over_h3_the_bodies_waiting_for_their_turn_are_bounded_by_half_the_connection_
     s.wait_stderr_line("rejected (H3_REQUEST_REJECTED: the client may send it again)");
 }
 
+/// A request waiting for its turn over HTTP/3 whose client resets its
+/// stream (a fetch aborted) is let go of, its answer's half reset
+/// (H3_REQUEST_INCOMPLETE, RFC 9114 §4.1): left waiting, it was routed
+/// when its turn came and its program started for a body that would
+/// never come. (Sixteen
+/// programs wait for a gate the test opens once the client has its
+/// seventeenth request's answer.)
+#[test]
+fn a_request_waiting_for_its_turn_over_h3_whose_client_resets_it_is_let_go_of() {
+    use std::os::unix::fs::PermissionsExt;
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    let mut b = Builder::new();
+    let gate = b.base().join("gate");
+    let path = b.base().join("cgi-bin").join("gate.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\necho 'gate.sh started' >&2\ni=0\n\
+             while [ ! -e '{}' ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n\
+             echo 'Content-Type: text/plain'\necho\n\
+             echo \"$CONTENT_LENGTH $(sha256sum | cut -d' ' -f1)\"\n",
+            gate.display()
+        ),
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let (mut requests, mut want) = (Vec::new(), Vec::new());
+    for i in 0..16 {
+        let (mut request, answer) = digest_post(&"x".repeat(100 + i));
+        request["path"] = json!("/cgi-bin/gate.sh");
+        requests.push(request);
+        want.push((":status: 200".to_string(), answer, None));
+    }
+    // (Half its body, its stream left open.)
+    requests.push(json!({"method": "POST", "path": "/cgi-bin/gate.sh",
+                         "headers": [["content-length", "1000"]],
+                         "text": "y".repeat(500), "open": true}));
+    want.push(("-".to_string(), String::new(), Some(0x10d)));
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "requests": requests,
+        "timeout": 20,
+        "reset_when_told": [16],
+    });
+    let mut child = Command::new("python3")
+        .arg(client())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "{spec}").expect("spec");
+    let started = || s.stderr().matches("gate.sh started").count();
+    crate::common::poll(crate::common::WAIT_LIMIT, || {
+        (started() == 16).then_some(())
+    })
+    .expect("sixteen programs started");
+    writeln!(stdin, "reset").expect("told");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("a line");
+    assert_eq!(line, "answered\n");
+    std::fs::write(&gate, b"").expect("gate");
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("the client's JSON");
+    assert!(child.wait().expect("client").success());
+    let out: Value = serde_json::from_str(&rest).expect("the client's JSON");
+    let r = out["responses"].as_array().expect("responses");
+    let got: Vec<_> = r
+        .iter()
+        .map(|r| {
+            let status = fields(r).first().cloned().unwrap_or_else(|| "-".into());
+            (status, text(r).to_string(), r["reset"].as_u64())
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(started(), 16);
+}
+
 /// An upstream on an address of its own that answers each request
 /// (read whole) `200 ok`, but only once `n` requests are under way (or
 /// the harness's wait limit has passed).

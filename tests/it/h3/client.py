@@ -41,6 +41,11 @@ order their answers ended (or were reset). With
 (or its reset): its response then says "received", the bytes that came.
 With "hold_after": SECONDS, the output is printed (one line) and the
 connection kept open until its stdin closes (at most that long).
+A request's "open": true leaves its stream open after its body (no
+end); with "reset_when_told": [INDEX, ...], once a line comes on stdin
+(the spec's own line read) those requests' streams are reset
+(RESET_STREAM, H3_REQUEST_CANCELLED), and once they are answered (or
+reset), it prints "answered" (a line before the JSON).
 Exit status 2 when aioquic is missing (the test then skips, loudly).
 """
 
@@ -174,7 +179,7 @@ class Client(QuicConnectionProtocol):
             q._streams[sid].max_stream_data_local = q._configuration.max_stream_data
         trailers = [(k.encode(), v.encode()) for k, v in req.get("trailers", [])]
         if body is not None:
-            self.h3.send_data(sid, body, end_stream=not trailers)
+            self.h3.send_data(sid, body, end_stream=not trailers and not req.get("open"))
         if trailers:
             self.h3.send_headers(sid, trailers, end_stream=True)
         self.streams[sid] = {
@@ -249,6 +254,19 @@ async def main(spec):
                 await asyncio.wait_for(client.done[sids[-1]], spec.get("timeout", 30))
         else:
             sids = [client.request(r) for r in spec["requests"]]
+            if "reset_when_told" in spec:
+                told = asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+                async def reset():
+                    await told
+                    reset = [sids[i] for i in spec["reset_when_told"]]
+                    for sid in reset:
+                        client._quic.reset_stream(sid, 0x10C)
+                    client.transmit()
+                    await asyncio.gather(*(client.done[s] for s in reset))
+                    print("answered", flush=True)
+
+                resetting = asyncio.ensure_future(reset())
             await asyncio.wait_for(
                 asyncio.gather(*(client.done[s] for s in sids)), spec.get("timeout", 30)
             )

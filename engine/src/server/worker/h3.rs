@@ -315,7 +315,7 @@ impl Worker {
         // (The trailers' fields that may pass: a producer's input passes
         // them on, as HTTP/2's.)
         let mut trailers = Vec::new();
-        let (mut got, mut reread) = (false, false);
+        let (mut got, mut reread, mut reset) = (false, false, false);
         let Some(s) = c.h3_mut() else { return };
         if s.drop_unwanted(id) {
             s.last_read = now;
@@ -363,6 +363,7 @@ impl Worker {
                 Err(ReadError::Blocked) => break,
                 Err(ReadError::Reset(_)) => {
                     *resets += 1;
+                    reset = true;
                     if let Err(e) = h3.reset(key) {
                         then = Then::Close(e);
                     }
@@ -426,6 +427,20 @@ impl Worker {
                 close(s, e, now);
                 return;
             }
+        }
+        // The client reset a request still held (for its password check,
+        // its turn or its body): nothing ran for it, and its body is gone.
+        // It is let go of, its answer's half reset too, so that the stream
+        // closes (H3_REQUEST_INCOMPLETE: its stream ended without a whole
+        // request, RFC 9114 §4.1): left waiting, it was routed once its
+        // turn came, its program started for a body that would never come.
+        if let (true, Some((None, Some(_))), Some(i)) = (reset, answer, index) {
+            let code = VarInt::from_u32(Code::REQUEST_INCOMPLETE.0);
+            let _ = s.quic.send_stream(id).reset(code);
+            if let Some(a) = s.take(i) {
+                self.h3_forget(c, a);
+            }
+            return;
         }
         let index = u32::try_from(id.index()).ok();
         if let Some(i) = index.filter(|i| !uni && *i >= s.next_request) {
