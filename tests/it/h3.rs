@@ -1969,3 +1969,58 @@ fn a_reload_that_needs_a_quic_socket_under_the_sandbox_says_why() {
     c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
     assert_eq!(c.response().body, b"hello\n");
 }
+
+/// A CGI program under way over HTTP/3 whose client resets its request
+/// stream halfway through the body (RESET_STREAM, a fetch aborted) is
+/// stopped and the stream's answer half reset (H3_REQUEST_INCOMPLETE,
+/// RFC 9114 §4.1): it went on waiting for a body that would never come,
+/// the stream never answered.
+#[test]
+fn a_program_whose_client_resets_its_request_stream_over_h3_is_stopped() {
+    use std::os::unix::fs::PermissionsExt;
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin").join("count.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'count.sh started' >&2\necho 'Content-Type: text/plain'\necho\nwc -c\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "requests": [{"method": "POST", "path": "/cgi-bin/count.sh",
+                      "headers": [["content-length", "1000"]],
+                      "text": "y".repeat(500), "open": true}],
+        "timeout": 20,
+        "reset_when_told": [0],
+    });
+    let mut child = Command::new("python3")
+        .arg(client())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "{spec}").expect("spec");
+    s.wait_stderr_line("count.sh started");
+    writeln!(stdin, "reset").expect("told");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("a line");
+    assert_eq!(line, "answered\n");
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("the client's JSON");
+    assert!(child.wait().expect("client").success());
+    let out: Value = serde_json::from_str(&rest).expect("the client's JSON");
+    assert_eq!(out["responses"][0]["reset"], 0x10d);
+}

@@ -335,11 +335,17 @@ impl Worker {
         // whether the client reset it.)
         let index = u32::try_from(id.index()).ok().filter(|_| !uni);
         let answer = index.and_then(|i| s.answer(i)).map(|a| (a.run, a.wait));
+        // (Whether its answer still reads its body: a wait's, or a
+        // producer's whose input is open.)
+        let mut reads = false;
         let mut left = match answer.unwrap_or_default() {
-            (Some(ex), _) => (self.exchanges.run_mut(ex))
-                .and_then(|run| run.input())
-                .filter(|input| !input.is_closed())
-                .map_or(usize::MAX, |input| input.room()),
+            (Some(ex), _) => {
+                let input = (self.exchanges.run_mut(ex))
+                    .and_then(|run| run.input())
+                    .filter(|input| !input.is_closed());
+                reads = input.is_some();
+                input.map_or(usize::MAX, |input| input.room())
+            }
             (None, Some(ex)) => match self.exchanges.wait(ex) {
                 Some(crate::server::waits::Wait::Check(w)) if w.turn => 0,
                 Some(crate::server::waits::Wait::Check(w)) => {
@@ -349,6 +355,7 @@ impl Worker {
             },
             _ => usize::MAX,
         };
+        reads |= matches!(answer, Some((None, Some(_))));
         let (h3, resets) = (&mut s.h3, &mut s.resets);
         let mut recv = s.quic.recv_stream(id);
         let Ok(mut chunks) = recv.read(true) else {
@@ -428,13 +435,16 @@ impl Worker {
                 return;
             }
         }
-        // The client reset a request still held (for its password check,
-        // its turn or its body): nothing ran for it, and its body is gone.
-        // It is let go of, its answer's half reset too, so that the stream
-        // closes (H3_REQUEST_INCOMPLETE: its stream ended without a whole
-        // request, RFC 9114 §4.1): left waiting, it was routed once its
-        // turn came, its program started for a body that would never come.
-        if let (true, Some((None, Some(_))), Some(i)) = (reset, answer, index) {
+        // The client reset a request whose body was still wanted (held for
+        // its password check, its turn or its body, or read by a program
+        // or an upstream): the rest of its body is gone, so it is let go
+        // of (a producer stopped), its answer's half reset too, so that the
+        // stream closes (H3_REQUEST_INCOMPLETE: its stream ended without a
+        // whole request, RFC 9114 §4.1). Left as it was, a held one was
+        // routed once its turn came and a program started, or one under
+        // way went on, for a body that would never come. (An answer that
+        // no longer reads the body goes on: the client may use it, §4.1.)
+        if let (true, true, Some(i)) = (reset, reads, index) {
             let code = VarInt::from_u32(Code::REQUEST_INCOMPLETE.0);
             let _ = s.quic.send_stream(id).reset(code);
             if let Some(a) = s.take(i) {
