@@ -536,6 +536,129 @@ fn a_client_slow_to_send_its_body_holds_no_php_process() {
     assert_eq!((r.status, r.text()), (200, "a=s b=two c=3\n".into()));
 }
 
+/// brisk in front of `fpm` with `top` lines first and `more` lines in
+/// its `*.php` rule, for `long.php?mb=N`, N MiB of a known pattern.
+fn brisk_long(fpm: &Fpm, top: &str, more: &str) -> Server {
+    let mut b = Builder::new();
+    b.file(
+        "long.php",
+        b"<?php\n$piece = str_repeat('0123456789abcdef', 65536);\n\
+          for ($i = 0; $i < $_GET['mb']; $i++) { echo $piece; flush(); }\n",
+    )
+    .file("form.php", b"<?php\necho 'a=', $_GET['a'], \"\\n\";\n");
+    b.config(&format!(
+        "{top}[[fastcgi]]\npattern = \"*.php\"\nto = \"unix:{}\"\n{more}",
+        fpm.sock.display()
+    ));
+    b.start()
+}
+
+/// Whether `body` is `mb` MiB of long.php's pattern.
+fn is_long(body: &[u8], mb: usize) -> bool {
+    let piece = b"0123456789abcdef".repeat(65536);
+    body.len() == mb << 20 && body.chunks(piece.len()).all(|c| c == piece)
+}
+
+/// A client that reads its answer slowly, or not at all for a while,
+/// holds no php-fpm process meanwhile: what it has not taken is read on
+/// ahead of it and held (as nginx's `fastcgi_buffering` does), so that
+/// php-fpm's one child answers the next request; the slow client then
+/// gets its 40 MiB whole, byte for byte. Over HTTP/1.1 (its socket
+/// full) and HTTP/2 (its stream's window spent).
+#[test]
+fn a_client_slow_to_read_its_answer_holds_no_php_process() {
+    let Some(fpm) = Fpm::start_with("pm.max_children = 1\n") else {
+        return;
+    };
+    let s = brisk_long(&fpm, "", "");
+    let mut slow = s.connect();
+    slow.send(b"GET /long.php?mb=40 HTTP/1.1\r\nHost: t\r\n\r\n");
+    slow.read_at_least(1000);
+    let r = s.get("/form.php?a=1");
+    assert_eq!((r.status, r.text()), (200, "a=1\n".into()));
+    let r = slow.response();
+    assert_eq!(r.status, 200);
+    assert!(is_long(&r.body, 40), "{} bytes", r.body.len());
+
+    // (The stream's window is HTTP/2's default, 65,535 bytes, and not
+    // given back before the other request is answered.)
+    let mut h2 = common::h2::H2::connect(s.addr(), &[], 1 << 30);
+    let id = h2.get("/long.php?mb=40", &[]);
+    let (mut answer, mut credit) = (common::h2::Answer::default(), Vec::new());
+    while answer.status().is_empty() {
+        let f = h2.frame().expect("the answer's head");
+        if f.stream == id {
+            answer.take(f, &mut credit);
+        }
+    }
+    let r = s.get("/form.php?a=2");
+    assert_eq!((r.status, r.text()), (200, "a=2\n".into()));
+    h2.send(&credit);
+    let mut ended = false;
+    while !ended {
+        let f = h2.frame().expect("the rest of the answer");
+        if f.stream == id {
+            let mut out = Vec::new();
+            ended = answer.take(f, &mut out);
+            h2.send(&out);
+        }
+    }
+    assert_eq!(answer.status(), "200");
+    assert!(is_long(&answer.body, 40), "{} bytes", answer.body.len());
+    let log = s.stderr();
+    assert!(!log.contains("cannot hold"), "{log}");
+}
+
+/// With `buffer_answer` at a size, no more than that is held ahead of a
+/// slow client; the answer still comes whole. A `temp_dir` that cannot
+/// take the answer (here: none) is said once, and the answer comes
+/// whole all the same, as the client takes it.
+#[test]
+fn an_answer_held_ahead_is_bounded_and_never_lost() {
+    let Some(fpm) = Fpm::start() else { return };
+    let dir = TempDir::new("fcgi-tmp");
+    let temp_dir = format!("temp_dir = \"{}\"\n", dir.path.display());
+    let first = brisk_long(&fpm, &temp_dir, "buffer_answer = \"1MiB\"\n");
+    let s = &first;
+    let mut slow = s.connect();
+    slow.send(b"GET /long.php?mb=20 HTTP/1.1\r\nHost: t\r\n\r\n");
+    slow.read_at_least(1000);
+    // The unnamed file brisk holds it in (`/proc/PID/fd`), once it is
+    // as full as it may be: past 1 MiB (its first 64 KiB held in
+    // memory), by two pieces (records) at most.
+    let held = || {
+        let fds = fs::read_dir(format!("/proc/{}/fd", s.pid())).ok()?;
+        fds.flatten().find_map(|fd| {
+            let to = fs::read_link(fd.path()).ok()?;
+            to.starts_with(&dir.path)
+                .then(|| fs::metadata(fd.path()).ok())?
+        })
+    };
+    let size = wait_for("1 MiB held", || {
+        held()
+            .map(|m| m.len())
+            .filter(|&n| n >= (1 << 20) - (64 << 10))
+    });
+    // (The file is a ring of what may be held and two pieces.)
+    assert!(size <= (1 << 20) + (128 << 10), "{size} bytes held");
+    let r = slow.response();
+    assert!(is_long(&r.body, 20), "{} bytes", r.body.len());
+    assert!(held().is_none(), "the file is closed with its answer");
+
+    // (Gone once brisk serves, its sandbox made: no unnamed file can be
+    // made there.)
+    drop(first);
+    let s = brisk_long(&fpm, &temp_dir, "");
+    assert_eq!(s.get("/form.php?a=1").text(), "a=1\n");
+    fs::remove_dir(&dir.path).unwrap();
+    let mut slow = s.connect();
+    slow.send(b"GET /long.php?mb=20 HTTP/1.1\r\nHost: t\r\n\r\n");
+    slow.read_at_least(1000);
+    s.wait_stderr_line("cannot hold the answer ahead of the client");
+    let r = slow.response();
+    assert!(is_long(&r.body, 20), "{} bytes", r.body.len());
+}
+
 /// A front controller for every path (`path = "/"` with a `fallback`)
 /// leaves the URLs of the `[[cgi]]` rules to them, as nginx's `location
 /// /cgi-bin/` wins over `location /`: `/cgi-bin/hello` is no file

@@ -59,7 +59,7 @@ pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
 pub use upstream::{
     Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Tried,
-    Upstream,
+    Upstream, BUFFER_ANSWER,
 };
 pub use value::Value;
 pub use webdav::{DavRules, PropStore, WebdavRule, LISTING_CACHE};

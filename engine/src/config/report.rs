@@ -516,6 +516,13 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
         if !r.buffer_request {
             line.push_str("; request bodies streamed");
         }
+        match r.buffer_answer {
+            0 => line.push_str("; answers read as the client takes them"),
+            crate::config::BUFFER_ANSWER => {}
+            n => {
+                let _ = write!(line, "; answers held up to {}", size(n));
+            }
+        }
         line.push_str(&bodies(r.max_body));
         line
     });

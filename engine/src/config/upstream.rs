@@ -70,6 +70,7 @@ pub(super) const FASTCGI_KEYS: &[&str] = &[
     "keepalive_timeout",
     "max_body",
     "buffer_request",
+    "buffer_answer",
 ];
 
 const HEALTH_KEYS: &[&str] = &["path", "interval"];
@@ -366,7 +367,16 @@ pub struct FastcgiRule {
     /// request's body is held whole before the application is connected
     /// to, so that a client slow to send it holds none of its processes.
     pub buffer_request: bool,
+    /// `buffer_answer` (1 GiB by default, `false`: 0): the most of an
+    /// answer read ahead of a client slower than the application, and
+    /// held for it (64 KiB in memory, the rest in an unnamed file in
+    /// `temp_dir`), so that a slow reader holds none of its processes.
+    pub buffer_answer: u64,
 }
+
+/// `[[fastcgi]] buffer_answer`'s default (`true`): nginx's
+/// `fastcgi_max_temp_file_size`, 1 GiB.
+pub const BUFFER_ANSWER: u64 = 1 << 30;
 
 /// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
 /// upstreams are built, nothing at all where they are not
@@ -795,6 +805,7 @@ impl Loader<'_> {
         let mut root = None;
         let mut env = Vec::new();
         let mut buffer_request = true;
+        let mut buffer_answer = BUFFER_ANSWER;
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -831,6 +842,12 @@ impl Loader<'_> {
                 }
                 "env" => env = self.cgi_env(&full, value)?,
                 "buffer_request" => buffer_request = self.boolean(&full, value)?,
+                "buffer_answer" => {
+                    buffer_answer = match value.get_ref().as_bool() {
+                        Some(on) => BUFFER_ANSWER * u64::from(on),
+                        None => self.size(&full, value, 0, u64::MAX)?,
+                    }
+                }
                 _ => return Err(self.unknown(key, section, FASTCGI_KEYS)),
             }
         }
@@ -854,6 +871,7 @@ impl Loader<'_> {
             keepalive_timeout: pool.keepalive_timeout,
             max_body: pool.max_body,
             buffer_request,
+            buffer_answer,
         })
     }
 

@@ -208,6 +208,15 @@ pub trait Produce {
         let _ = cx;
     }
 
+    /// Its sources were ready and the engine, given its turn, asked for
+    /// nothing more (the client is slower than it), or (`tick`) a second
+    /// went by: a producer that relays another server's answer may read
+    /// it on ahead of the client now, held for it, so that the server is
+    /// free (FastCGI's `buffer_answer`). Most do nothing.
+    fn hold_ahead(&mut self, cx: &mut Cx<'_>, tick: bool) {
+        let _ = (cx, tick);
+    }
+
     /// The request body's way in, for a producer that reads one (a CGI
     /// program); none for the others (their body was read before).
     fn input(&mut self) -> Option<&mut dyn Input> {

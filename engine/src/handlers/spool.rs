@@ -156,6 +156,133 @@ impl Spool {
     }
 }
 
+/// An answer read ahead of a slow client, in the order it came: the
+/// first [`MEMORY`] bytes held in memory, more in an unnamed file in
+/// `temp_dir` (nginx's `fastcgi_buffering` with its temporary files), so
+/// that the application that wrote it is free while the client takes it.
+/// Bytes are taken from the front as they are pushed at the back; the
+/// file is a ring of at most `cap` bytes, written again from its start
+/// as its front is taken, so it never grows past what it may hold
+/// however long the answer.
+#[cfg(feature = "upstreams")]
+#[derive(Debug)]
+pub struct Ahead {
+    /// Bytes in memory, taken from `at` on: all older than the file's.
+    mem: Vec<u8>,
+    at: usize,
+    /// The file, once memory was full: `len` bytes from `start` on
+    /// (wrapping at `cap`); its position is where the next go, `(start +
+    /// len) % cap`.
+    file: Option<File>,
+    start: u64,
+    len: u64,
+    cap: u64,
+}
+
+#[cfg(feature = "upstreams")]
+impl Ahead {
+    /// Holding at most `cap` bytes in its file.
+    pub fn new(cap: u64) -> Ahead {
+        Ahead {
+            mem: Vec::new(),
+            at: 0,
+            file: None,
+            start: 0,
+            len: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    /// How many bytes it holds.
+    pub fn held(&self) -> u64 {
+        (self.mem.len() - self.at) as u64 + self.len
+    }
+
+    /// Adds `data` at the back: in memory while it fits there and the
+    /// file holds nothing, else in the file (made in `dir` the first
+    /// time). On an error, nothing of `data` is held.
+    pub fn push(&mut self, data: &[u8], dir: &Path) -> io::Result<()> {
+        if self.len == 0 && self.mem.len() - self.at + data.len() <= MEMORY {
+            if self.mem.len() + data.len() > MEMORY {
+                self.mem.drain(..self.at);
+                self.at = 0;
+            }
+            self.mem.extend_from_slice(data);
+            return Ok(());
+        }
+        if self.len + data.len() as u64 > self.cap {
+            return Err(io::Error::other("more than it may hold"));
+        }
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(create(dir)?),
+        };
+        // (By `write` at the file's position and `lseek`, as the sandbox
+        // allows, not `pwrite`.)
+        let was = (self.start + self.len) % self.cap;
+        let (mut at, mut rest, mut wrote) = (was, data, 0);
+        let went = loop {
+            let n = rest.len().min((self.cap - at) as usize);
+            if let Err(e) = file.write_all(&rest[..n]) {
+                break Err(e);
+            }
+            (rest, at, wrote) = (&rest[n..], at + n as u64, wrote + n as u64);
+            if at == self.cap {
+                if let Err(e) = file.seek(SeekFrom::Start(0)) {
+                    break Err(e);
+                }
+                at = 0;
+            }
+            if rest.is_empty() {
+                break Ok(());
+            }
+        };
+        match went {
+            Ok(()) => self.len += wrote,
+            // (Where the next bytes go, as if none of these had.)
+            Err(_) => drop(file.seek(SeekFrom::Start(was))),
+        }
+        went
+    }
+
+    /// Moves up to `max` bytes from the front to the end of `buf`;
+    /// how many (0: it holds none).
+    pub fn take(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        if self.at < self.mem.len() {
+            let n = (self.mem.len() - self.at).min(max);
+            buf.extend_from_slice(&self.mem[self.at..self.at + n]);
+            self.at += n;
+            if self.at == self.mem.len() {
+                self.mem.clear();
+                self.at = 0;
+            }
+            return Ok(n);
+        }
+        let Some(mut file) = self.file.as_ref().filter(|_| self.len > 0) else {
+            return Ok(0);
+        };
+        // (Up to the ring's end: the rest at its start, next time.)
+        let n = (self.len.min(self.cap - self.start) as usize).min(max);
+        let from = buf.len();
+        buf.resize(from + n, 0);
+        let got = loop {
+            match file.read_at(&mut buf[from..], self.start) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(0) => break Err(io::ErrorKind::UnexpectedEof.into()),
+                other => break other,
+            }
+        };
+        buf.truncate(from + *got.as_ref().unwrap_or(&0));
+        let got = got? as u64;
+        (self.start, self.len) = ((self.start + got) % self.cap, self.len - got);
+        if self.len == 0 && file.seek(SeekFrom::Start(0)).is_ok() {
+            self.start = 0;
+        }
+        Ok(got as usize)
+    }
+}
+
 /// An unnamed file in `dir`, readable and writable by this process only.
 fn create(dir: &Path) -> io::Result<File> {
     OpenOptions::new()
@@ -215,6 +342,55 @@ mod tests {
         assert!(s.spilled());
         assert_eq!(s.len(), data.len() as u64);
         assert_eq!(read_all(&mut s, MEMORY), data);
+    }
+
+    #[cfg(feature = "upstreams")]
+    #[test]
+    fn an_answer_held_ahead_comes_out_in_order_through_memory_and_a_ring() {
+        let dir = std::env::temp_dir();
+        let data: Vec<u8> = (0..MEMORY as u32 * 5).map(|i| (i % 251) as u8).collect();
+        // A ring smaller than the answer: written round several times.
+        let cap = 3 * MEMORY as u64 + 12345;
+        let mut a = Ahead::new(cap);
+        let (mut out, mut pushed) = (Vec::new(), 0);
+        for round in 0..2 {
+            for piece in data.chunks(9001) {
+                while a.held() + piece.len() as u64 > cap {
+                    a.take(&mut out, 5000).unwrap();
+                }
+                a.push(piece, &dir).unwrap();
+                pushed += piece.len();
+                if pushed % 3 == 0 {
+                    a.take(&mut out, 5000).unwrap();
+                }
+                assert_eq!(a.held(), (pushed - out.len()) as u64);
+                let size = a.file.as_ref().map_or(0, |f| f.metadata().unwrap().len());
+                assert!(size <= cap, "{size}");
+            }
+            while a.take(&mut out, 7000).unwrap() > 0 {}
+            assert_eq!(a.held(), 0);
+            assert_eq!(out.len(), data.len() * (round + 1));
+        }
+        assert_eq!(out[..data.len()], data[..]);
+        assert_eq!(out[data.len()..], data[..]);
+        assert_eq!(a.take(&mut out, 10).unwrap(), 0);
+        // More than the ring holds is refused, nothing of it held.
+        a.push(&[1; MEMORY], &dir).unwrap();
+        let e = a.push(&vec![2; cap as usize + 1], &dir).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Other);
+        assert_eq!(a.held(), MEMORY as u64);
+        // Small answers never make a file.
+        let mut b = Ahead::new(1 << 20);
+        let nowhere = Path::new("/nonexistent-brisk-dir");
+        b.push(b"hello", nowhere).unwrap();
+        let mut got = Vec::new();
+        b.take(&mut got, 2).unwrap();
+        b.push(b" world", nowhere).unwrap();
+        while b.take(&mut got, 4).unwrap() > 0 {}
+        assert_eq!(got, b"hello world");
+        let e = b.push(&[0; MEMORY + 1], nowhere);
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(b.held(), 0);
     }
 
     #[test]

@@ -328,6 +328,14 @@ impl Run {
         self.producer.input()
     }
 
+    /// Lets the producer read ahead of a slow client (see
+    /// [`Produce::hold_ahead`]).
+    #[cfg(feature = "upstreams")]
+    pub fn hold_ahead(&mut self, log: &mut Logger, tick: bool) {
+        self.producer
+            .hold_ahead(&mut Cx { log, raw_ok: false }, tick);
+    }
+
     /// Whether the producer reads the request body (a program does,
     /// whether or not it has one).
     pub fn takes_body(&mut self) -> bool {

@@ -420,6 +420,13 @@ impl Worker {
         if self.conns.get(conn).is_some() {
             self.on_event(conn, false);
         }
+        // What the answer's turn left unread, the client being slower,
+        // may be read on ahead of it (FastCGI's `buffer_answer`).
+        #[cfg(feature = "upstreams")]
+        if let (true, Some(run)) = (read, self.exchanges.run_mut(id)) {
+            run.hold_ahead(&mut self.logger, false);
+            pipe::retire(self.poll.registry(), run);
+        }
     }
 
     fn close(&mut self, i: usize) {

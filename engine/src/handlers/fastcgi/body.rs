@@ -31,7 +31,7 @@ use crate::handlers::proxy::balance::Tries;
 use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket, Waiting};
-use crate::handlers::spool::Spool;
+use crate::handlers::spool::{Ahead, Spool, MEMORY};
 use crate::http::Status;
 use crate::log::Logger;
 use crate::sys::net::{read_into_spare, send};
@@ -70,6 +70,12 @@ pub struct Options {
     /// Where the connection goes once the request ended cleanly (none:
     /// it closes, and the application is not asked to keep it).
     pub keep: Option<Keep>,
+    /// `buffer_answer`: the most of the answer read ahead of a slow
+    /// client and held for it (0: none, it is read as the client takes
+    /// it), in memory then in an unnamed file in `temp_dir`.
+    pub hold: u64,
+    /// `temp_dir` (empty when `hold` is 0).
+    pub temp_dir: std::path::PathBuf,
 }
 
 /// A FastCGI application's answer to one request (see the module
@@ -118,6 +124,22 @@ pub struct FastcgiBody {
     pending: Vec<u8>,
     /// The STDERR line being gathered.
     stderr_line: Vec<u8>,
+    /// The answer read ahead of a slow client (see
+    /// [`Produce::hold_ahead`]), given before anything else; then
+    /// `pending`, then `after`.
+    ahead: Ahead,
+    /// How the answer read ahead ended (`End`, or `Cut`), once it did.
+    after: Option<Gave>,
+    /// Its client took nothing for a second while the application had
+    /// more for it: up to `opts.hold` is held ahead of it from now on
+    /// (before, [`MEMORY`]: a client that keeps up costs no copy through
+    /// a file).
+    slow: bool,
+    /// Body bytes given, and how many at the last tick.
+    given: u64,
+    given_at_tick: u64,
+    /// The pieces read ahead, on their way into `ahead`.
+    ahead_buf: Vec<u8>,
     /// The answer ended (END_REQUEST), or was given up.
     finished: bool,
     /// Stopped: what is left of a STDERR line is logged at the next tend.
@@ -246,6 +268,13 @@ impl FastcgiBody {
             started: false,
             pending: Vec::new(),
             stderr_line: Vec::new(),
+            ahead: Ahead::new(opts.hold.saturating_add(2 * PIECE as u64)),
+            after: None,
+            slow: false,
+            given: 0,
+            // (None yet: the first tick only counts.)
+            given_at_tick: u64::MAX,
+            ahead_buf: Vec::new(),
             finished: false,
             stopped: false,
             reusable: false,
@@ -480,6 +509,30 @@ impl FastcgiBody {
         gave
     }
 
+    /// Holds `piece` (none: `pending`) ahead of the client; false when
+    /// it cannot (`temp_dir` cannot take it: said once, and nothing more
+    /// is read ahead).
+    fn keep_ahead(&mut self, piece: Option<&[u8]>, log: &mut Logger) -> bool {
+        let data = piece.unwrap_or(&self.pending);
+        match self.ahead.push(data, &self.opts.temp_dir) {
+            Ok(()) => {
+                if piece.is_none() {
+                    self.pending.clear();
+                }
+                true
+            }
+            Err(e) => {
+                let (label, dir) = (&self.opts.label, self.opts.temp_dir.display());
+                log.log(
+                    Level::Warn,
+                    format_args!("{label}: cannot hold the answer ahead of the client in {dir}: {e}; it goes on as the client takes it"),
+                );
+                self.opts.hold = 0;
+                false
+            }
+        }
+    }
+
     /// The application closed the connection (or it failed with `e`)
     /// before END_REQUEST.
     fn closed(&mut self, e: Option<io::Error>) -> Gave {
@@ -543,15 +596,40 @@ impl Produce for FastcgiBody {
     }
 
     fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
-        if self.finished {
+        // What was read ahead of the client goes first (then what came
+        // with the head or could not be held, then its end).
+        buf.clear();
+        if self.ahead.held() > 0 {
+            return match self.ahead.take(buf, PIECE) {
+                Ok(n) => {
+                    self.given += n as u64;
+                    Gave::Bytes
+                }
+                Err(e) => {
+                    self.after = None;
+                    self.broken(format!(
+                        "the answer held in temp_dir cannot be read back: {e}"
+                    ))
+                }
+            };
+        }
+        if let Some(after) = self.after.take() {
+            if self.pending.is_empty() {
+                return after;
+            }
+            self.after = Some(after);
+        } else if self.finished {
             return Gave::End;
         }
         // (What came with the head, copied into the buffer lent, which
         // stays the worker's: a swap would leave it this small one to
         // grow again, and take its own along to be dropped.)
-        buf.clear();
         buf.extend_from_slice(&self.pending);
         self.pending.clear();
+        self.given += buf.len() as u64;
+        if self.after.is_some() {
+            return Gave::Bytes;
+        }
         if let (false, Some(why)) = (self.started, self.unreachable.take()) {
             return self.broken(why);
         }
@@ -560,6 +638,7 @@ impl Produce for FastcgiBody {
                 return gave;
             }
             if !buf.is_empty() {
+                self.given += buf.len() as u64;
                 return Gave::Bytes;
             }
             if !self.sock.readable {
@@ -602,6 +681,67 @@ impl Produce for FastcgiBody {
         }
         self.finished = true;
         self.retire();
+    }
+
+    fn hold_ahead(&mut self, cx: &mut Cx<'_>, tick: bool) {
+        if !self.started || self.finished || self.opts.hold == 0 || !self.sock.readable {
+            return;
+        }
+        if tick {
+            self.slow |= self.given == self.given_at_tick;
+            self.given_at_tick = self.given;
+        }
+        let most = match self.slow {
+            true => self.opts.hold,
+            false => self.opts.hold.min(MEMORY as u64),
+        };
+        // (What came with the head goes before.)
+        if !self.pending.is_empty() && !self.keep_ahead(None, cx.log) {
+            return;
+        }
+        let mut piece = std::mem::take(&mut self.ahead_buf);
+        while self.ahead.held() < most {
+            piece.clear();
+            let gave = self.decode(&mut piece, cx.log);
+            if !piece.is_empty() && !self.keep_ahead(Some(&piece), cx.log) {
+                // (Given after what is held: nothing is lost.)
+                self.pending.extend_from_slice(&piece);
+            }
+            if let Some(gave) = gave {
+                // (Its last bytes, if any, are held.)
+                self.after = Some(match gave {
+                    Gave::Last => Gave::End,
+                    gave => gave,
+                });
+                break;
+            }
+            if self.opts.hold == 0 {
+                break;
+            }
+            if self.at < self.inbuf.len() {
+                continue;
+            }
+            let Some(fd) = self.sock.get().filter(|_| self.sock.readable) else {
+                break;
+            };
+            self.inbuf.clear();
+            self.at = 0;
+            self.inbuf.reserve(PIECE);
+            match read_into_spare(fd, &mut self.inbuf) {
+                Ok(0) => {
+                    self.after = Some(self.closed(None));
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.after = Some(self.closed(Some(e)));
+                    break;
+                }
+            }
+        }
+        self.ahead_buf = piece;
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {

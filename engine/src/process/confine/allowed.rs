@@ -280,6 +280,7 @@ mod tests {
             keepalive_timeout: Duration::from_secs(60),
             max_body: None,
             buffer_request: true,
+            buffer_answer: crate::config::BUFFER_ANSWER,
         };
         new.site.fastcgi = vec![rule.clone(), rule];
         let one = Allowed {

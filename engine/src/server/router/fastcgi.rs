@@ -121,6 +121,11 @@ impl Router {
                     max: rule.keepalive,
                     timeout: rule.keepalive_timeout,
                 }),
+                hold: rule.buffer_answer,
+                temp_dir: match rule.buffer_answer {
+                    0 => std::path::PathBuf::new(),
+                    _ => self.cfg.temp_dir.clone(),
+                },
             },
         };
         Plan {

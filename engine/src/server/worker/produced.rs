@@ -174,6 +174,13 @@ impl Worker {
             let Some(id) = self.exchanges.id_at(index) else {
                 continue;
             };
+            // (A client that took nothing for a second gets what is
+            // held ahead of it from now on: FastCGI's `buffer_answer`.)
+            #[cfg(feature = "upstreams")]
+            if let Some(run) = self.exchanges.run_mut(id) {
+                run.hold_ahead(&mut self.logger, true);
+                super::pipe::retire(self.poll.registry(), run);
+            }
             let Some(ex) = self.exchanges.get(id) else {
                 continue;
             };

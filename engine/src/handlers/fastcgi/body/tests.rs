@@ -43,6 +43,8 @@ fn options(pool: Option<&Shared>) -> Options {
             max: 4,
             timeout: Duration::from_secs(60),
         }),
+        hold: 0,
+        temp_dir: std::path::PathBuf::new(),
     }
 }
 
@@ -475,6 +477,7 @@ fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) 
         keepalive_timeout: Duration::from_secs(60),
         max_body: None,
         buffer_request: true,
+        buffer_answer: crate::config::BUFFER_ANSWER,
     };
     let group = crate::handlers::proxy::balance::Group::fastcgi(&rule);
     let group = Rc::new(std::cell::RefCell::new(group));
@@ -623,4 +626,88 @@ fn a_kept_connection_found_closed_sends_an_idempotent_request_again_once() {
     assert!(next(&mut p, &m).starts_with("fail 502"));
     b.listener.set_nonblocking(true).unwrap();
     assert!(b.listener.accept().is_err(), "never asked");
+}
+
+/// With `buffer_answer`, an answer the client does not take is read on
+/// ahead of it (`hold_ahead`) until `hold` is held, no further (the
+/// application then waits, its socket full), and given back whole and in
+/// order, then its end.
+#[test]
+fn an_answer_is_held_ahead_up_to_its_bound_then_given_whole() {
+    const HOLD: u64 = 256 << 10;
+    let m = logs();
+    let (ours, mut app) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    let mut opts = options(None);
+    (opts.hold, opts.temp_dir) = (HOLD, std::env::temp_dir());
+    let mut p = FastcgiBody::new(OwnedFd::from(ours), false, &[], BodyIn::None, opts);
+    write(&mut p).unwrap();
+    // 4 MiB of a pattern, more than the sockets and the bound hold.
+    let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8).collect();
+    let writer = {
+        let data = data.clone();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            stdout(
+                &mut out,
+                ID,
+                b"Content-Type: application/octet-stream\r\n\r\n",
+            );
+            for piece in data.chunks(60_000) {
+                stdout(&mut out, ID, piece);
+            }
+            stdout_end(&mut out, ID);
+            end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+            app.write_all(&out).unwrap();
+        })
+    };
+    let head = loop {
+        match next(&mut p, &m) {
+            said if said == "pending" => std::thread::yield_now(),
+            said => break said,
+        }
+    };
+    assert!(head.starts_with("head 200"), "{head}");
+    let mut log = m.service.handle();
+    let mut cx = Cx {
+        log: &mut log,
+        raw_ok: false,
+    };
+    // Until the client took nothing for a tick, what memory holds only.
+    let memory = crate::handlers::spool::MEMORY as u64;
+    while p.ahead.held() < memory {
+        p.ready(0);
+        p.hold_ahead(&mut cx, false);
+    }
+    p.ready(0);
+    p.hold_ahead(&mut cx, true);
+    // (At most one piece past it: two records' worth.)
+    assert!(p.ahead.held() < memory + 2 * 65536, "{}", p.ahead.held());
+    p.ready(0);
+    p.hold_ahead(&mut cx, true);
+    while p.ahead.held() < HOLD {
+        p.ready(0);
+        p.hold_ahead(&mut cx, false);
+    }
+    assert!(p.ahead.held() < HOLD + 2 * 65536, "{}", p.ahead.held());
+    p.ready(0);
+    p.hold_ahead(&mut cx, false);
+    assert!(p.ahead.held() < HOLD + 2 * 65536, "read no further");
+    assert!(!writer.is_finished(), "the application waits");
+    let mut got = Vec::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        p.ready(0);
+        match p.next(1 << 20, &mut buf, &mut cx) {
+            Gave::Bytes | Gave::Last => got.extend_from_slice(&buf),
+            Gave::Pending => p.hold_ahead(&mut cx, false),
+            Gave::End => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    writer.join().unwrap();
+    assert!(got == data, "{} bytes of {}", got.len(), data.len());
+    log.flush();
+    assert_eq!(errors(m), "");
 }

@@ -447,6 +447,7 @@ fn temp_dir_is_writable_where_bodies_are_held_whole() {
         keepalive_timeout: d,
         max_body: None,
         buffer_request: true,
+        buffer_answer: crate::config::BUFFER_ANSWER,
     }];
     assert!(temp(&cfg), "fastcgi");
 }
