@@ -239,6 +239,33 @@ impl H2 {
         answers.into_iter().map(|a| a.1).collect()
     }
 
+    /// GETs `path` and reads its answer's head, giving no window credit
+    /// back: its client is one that stopped reading (the stream's window,
+    /// 65,535 bytes unless said otherwise, spent). `meanwhile` runs then;
+    /// the credit withheld is given and the rest of the answer read.
+    pub fn slow_get(&mut self, path: &str, meanwhile: impl FnOnce()) -> Answer {
+        let id = self.get(path, &[]);
+        let (mut answer, mut credit) = (Answer::default(), Vec::new());
+        while answer.status().is_empty() {
+            let f = self.frame().expect("the answer's head");
+            if f.stream == id {
+                answer.take(f, &mut credit);
+            }
+        }
+        meanwhile();
+        self.send(&credit);
+        let mut ended = false;
+        while !ended {
+            let f = self.frame().expect("the rest of the answer");
+            if f.stream == id {
+                let mut out = Vec::new();
+                ended = answer.take(f, &mut out);
+                self.send(&out);
+            }
+        }
+        answer
+    }
+
     /// Reads frames until a HEADERS frame: its stream.
     pub fn first_headers(&mut self) -> u32 {
         loop {

@@ -1592,3 +1592,35 @@ pub fn chunked_body(data: &[u8], piece: usize) -> Vec<u8> {
     out.extend_from_slice(b"0\r\n\r\n");
     out
 }
+
+/// GETs `path` of `s` (whose `buffer_answer` is 1 MiB, its `temp_dir`
+/// `dir`) on a connection that then stops reading; checks that the
+/// unnamed file the answer is held in, once as full as it may be, is
+/// past 1 MiB (its first 64 KiB held in memory) by two pieces at most
+/// (a ring of what may be held and two pieces); then reads the answer,
+/// and checks that the file was closed with it.
+pub fn held_one_mib(s: &Server, dir: &Path, path: &str) -> Response {
+    let mut slow = s.connect();
+    slow.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+    slow.read_at_least(1000);
+    let held = || open_file_in(s.pid(), dir);
+    let size = wait_for("1 MiB held", || {
+        held()
+            .map(|m| m.len())
+            .filter(|&n| n >= (1 << 20) - (64 << 10))
+    });
+    assert!(size <= (1 << 20) + (128 << 10), "{size} bytes held");
+    let r = slow.response();
+    assert!(held().is_none(), "the file is closed with its answer");
+    r
+}
+
+/// A file process `pid` holds open beneath `dir` (an unnamed one too,
+/// by `/proc/PID/fd`): its metadata, if there is one.
+pub fn open_file_in(pid: u32, dir: &Path) -> Option<fs::Metadata> {
+    let fds = fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    fds.flatten().find_map(|fd| {
+        let to = fs::read_link(fd.path()).ok()?;
+        to.starts_with(dir).then(|| fs::metadata(fd.path()).ok())?
+    })
+}

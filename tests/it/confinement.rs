@@ -274,6 +274,14 @@ fn chroot_reaches_a_unix_socket_upstream_inside_the_jail() {
         s.stderr()
     );
     app.join().unwrap();
+    // (`temp_dir`, /tmp, is outside the jail: answers are not read ahead
+    // of slow clients, said once at start; no error, as before there was
+    // `buffer_answer`.)
+    let log = s.stderr();
+    assert!(
+        log.contains("answers of [[reverse_proxy]] rules cannot be read ahead of slow clients"),
+        "{log}"
+    );
 
     let dir = TempDir::new("jail");
     fs::create_dir_all(dir.path.join("jail")).expect("jail");

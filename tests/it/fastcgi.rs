@@ -583,26 +583,10 @@ fn a_client_slow_to_read_its_answer_holds_no_php_process() {
     // (The stream's window is HTTP/2's default, 65,535 bytes, and not
     // given back before the other request is answered.)
     let mut h2 = common::h2::H2::connect(s.addr(), &[], 1 << 30);
-    let id = h2.get("/long.php?mb=40", &[]);
-    let (mut answer, mut credit) = (common::h2::Answer::default(), Vec::new());
-    while answer.status().is_empty() {
-        let f = h2.frame().expect("the answer's head");
-        if f.stream == id {
-            answer.take(f, &mut credit);
-        }
-    }
-    let r = s.get("/form.php?a=2");
-    assert_eq!((r.status, r.text()), (200, "a=2\n".into()));
-    h2.send(&credit);
-    let mut ended = false;
-    while !ended {
-        let f = h2.frame().expect("the rest of the answer");
-        if f.stream == id {
-            let mut out = Vec::new();
-            ended = answer.take(f, &mut out);
-            h2.send(&out);
-        }
-    }
+    let answer = h2.slow_get("/long.php?mb=40", || {
+        let r = s.get("/form.php?a=2");
+        assert_eq!((r.status, r.text()), (200, "a=2\n".into()));
+    });
     assert_eq!(answer.status(), "200");
     assert!(is_long(&answer.body, 40), "{} bytes", answer.body.len());
     let log = s.stderr();
@@ -619,31 +603,8 @@ fn an_answer_held_ahead_is_bounded_and_never_lost() {
     let dir = TempDir::new("fcgi-tmp");
     let temp_dir = format!("temp_dir = \"{}\"\n", dir.path.display());
     let first = brisk_long(&fpm, &temp_dir, "buffer_answer = \"1MiB\"\n");
-    let s = &first;
-    let mut slow = s.connect();
-    slow.send(b"GET /long.php?mb=20 HTTP/1.1\r\nHost: t\r\n\r\n");
-    slow.read_at_least(1000);
-    // The unnamed file brisk holds it in (`/proc/PID/fd`), once it is
-    // as full as it may be: past 1 MiB (its first 64 KiB held in
-    // memory), by two pieces (records) at most.
-    let held = || {
-        let fds = fs::read_dir(format!("/proc/{}/fd", s.pid())).ok()?;
-        fds.flatten().find_map(|fd| {
-            let to = fs::read_link(fd.path()).ok()?;
-            to.starts_with(&dir.path)
-                .then(|| fs::metadata(fd.path()).ok())?
-        })
-    };
-    let size = wait_for("1 MiB held", || {
-        held()
-            .map(|m| m.len())
-            .filter(|&n| n >= (1 << 20) - (64 << 10))
-    });
-    // (The file is a ring of what may be held and two pieces.)
-    assert!(size <= (1 << 20) + (128 << 10), "{size} bytes held");
-    let r = slow.response();
+    let r = held_one_mib(&first, &dir.path, "/long.php?mb=20");
     assert!(is_long(&r.body, 20), "{} bytes", r.body.len());
-    assert!(held().is_none(), "the file is closed with its answer");
 
     // (Gone once brisk serves, its sandbox made: no unnamed file can be
     // made there.)

@@ -1,6 +1,8 @@
 //! `buffer_request = true`: a request's body is held whole before the
 //! upstream hears of the request, and goes to it with its length (a
 //! chunked upload included); without it, the body streams as it comes.
+//! `buffer_answer` (on by default): an answer is read on ahead of a
+//! client slower than the upstream and held for it.
 
 use crate::common;
 
@@ -11,7 +13,7 @@ use std::thread;
 
 use common::*;
 
-use super::reverse_proxy::{brisk, read_request};
+use super::reverse_proxy::{brisk, read_request, Say, Upstream};
 
 /// An upstream that counts the connections it accepted and keeps each
 /// request it read whole; it answers `ok`.
@@ -132,4 +134,98 @@ fn a_held_body_larger_than_memory_goes_whole_from_its_temporary_file() {
     let (head, sent) = got[0].split_once("\r\n\r\n").unwrap();
     assert!(head.contains("\r\nContent-Length: 200000"), "{head}");
     assert!(sent.as_bytes() == body.as_slice(), "{} bytes", sent.len());
+}
+
+/// `mb` MiB of a pattern that shows a byte lost, doubled or moved.
+fn long(mb: usize) -> Vec<u8> {
+    (0..mb << 20).map(|i| (i % 251) as u8).collect()
+}
+
+/// An upstream that answers one connection at a time, each with `mb`
+/// MiB of [`long`]'s pattern (chunked, or with its length), then closes
+/// it: while one answer is not taken whole, no other is answered.
+fn one_at_a_time(mb: usize, chunked: bool) -> Upstream {
+    let body = long(mb);
+    let mut answer = b"HTTP/1.1 200 OK\r\nConnection: close\r\n".to_vec();
+    if chunked {
+        answer.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+        answer.extend_from_slice(&chunked_body(&body, 50_000));
+    } else {
+        answer.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+        answer.extend_from_slice(&body);
+    }
+    Upstream::start(vec![Say::Bytes(Vec::leak(answer))])
+}
+
+/// A client that reads its answer slowly, or not at all for a while,
+/// holds no upstream connection meanwhile: what it has not taken is
+/// read on ahead of it and held (nginx's `proxy_buffering`, on by
+/// default there too), so that an upstream that serves one connection
+/// at a time answers the next request; the slow client then gets its
+/// 40 MiB whole, byte for byte. Over HTTP/1.1 (its socket full; the
+/// answer with its length, which brisk otherwise splices) and HTTP/2
+/// (its stream's window spent; the answer chunked).
+#[test]
+fn a_client_slow_to_read_its_answer_holds_no_upstream_connection() {
+    let up = one_at_a_time(40, false);
+    let s = brisk(&format!("http://{}", up.addr), "keepalive = 0");
+    let mut slow = s.connect();
+    slow.send(b"GET /api/long HTTP/1.1\r\nHost: t\r\n\r\n");
+    slow.read_at_least(1000);
+    let r = s.get("/api/other");
+    assert_eq!(r.status, 200);
+    assert!(r.body == long(40), "{} bytes", r.body.len());
+    let r = slow.response();
+    assert_eq!(r.status, 200);
+    assert!(r.body == long(40), "{} bytes", r.body.len());
+
+    let up = one_at_a_time(40, true);
+    let s = brisk(&format!("http://{}", up.addr), "keepalive = 0");
+    // (The stream's window is HTTP/2's default, 65,535 bytes, and not
+    // given back before the other request is answered.)
+    let mut h2 = common::h2::H2::connect(s.addr(), &[], 1 << 30);
+    let answer = h2.slow_get("/api/long", || {
+        let r = s.get("/api/other");
+        assert!(r.body == long(40), "{} bytes", r.body.len());
+    });
+    assert_eq!(answer.status(), "200");
+    assert!(answer.body == long(40), "{} bytes", answer.body.len());
+    let log = s.stderr();
+    assert!(!log.contains("cannot hold"), "{log}");
+}
+
+/// With `buffer_answer` at a size, no more than that is held ahead of a
+/// slow client; the answer still comes whole. A `temp_dir` that cannot
+/// take the answer (here: none) is said once, and the answer comes
+/// whole all the same, as the client takes it. With `buffer_answer =
+/// false`, nothing is read ahead: the upstream waits for the client.
+#[test]
+fn an_answer_held_ahead_is_bounded_and_never_lost() {
+    let up = one_at_a_time(20, true);
+    let to = format!("http://{}", up.addr);
+    let dir = TempDir::new("proxy-tmp");
+    let top = format!("temp_dir = \"{}\"\n", dir.path.display());
+    let config = |more: &str| {
+        let mut b = Builder::new();
+        b.config(&format!(
+            "{top}[[reverse_proxy]]\npath = \"/api/\"\nto = \"{to}\"\nkeepalive = 0\n{more}"
+        ));
+        b.start()
+    };
+    let s = config("buffer_answer = \"1MiB\"\n");
+    let r = held_one_mib(&s, &dir.path, "/api/long");
+    assert!(r.body == long(20), "{} bytes", r.body.len());
+    drop(s);
+
+    // (Gone once brisk serves, its sandbox made: no unnamed file can be
+    // made there.)
+    let s = config("");
+    assert!(s.get("/").status < 500);
+    std::fs::remove_dir(&dir.path).unwrap();
+    let mut slow = s.connect();
+    slow.send(b"GET /api/long HTTP/1.1\r\nHost: t\r\n\r\n");
+    slow.read_at_least(1000);
+    s.wait_stderr_line("cannot hold the answer ahead of the client");
+    let r = slow.response();
+    assert!(r.body == long(20), "{} bytes", r.body.len());
 }

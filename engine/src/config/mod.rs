@@ -392,13 +392,22 @@ impl Config {
     /// Whether request bodies may be held whole in `temp_dir` (a file of
     /// their own once large): for CGI programs and FastCGI scripts (a
     /// chunked body, whose length they must be told) and for
-    /// `[[reverse_proxy]]` rules with `buffer_request`.
+    /// `[[reverse_proxy]]` rules with `buffer_request`. A `temp_dir` that
+    /// cannot take them is an error at start.
     pub fn holds_bodies(&self) -> bool {
         SiteConfig::all(self).any(|site| {
             !site.cgi.is_empty()
                 || !site.fastcgi.is_empty()
                 || site.reverse_proxy.iter().any(|r| r.buffer_request)
         })
+    }
+
+    /// Whether answers of `[[reverse_proxy]]` rules may be held in
+    /// `temp_dir` for slow clients (`buffer_answer`): where it cannot
+    /// take them, they go as the client takes them (a warning, not an
+    /// error: a proxy that worked without `temp_dir` goes on working).
+    pub fn holds_answers(&self) -> bool {
+        SiteConfig::all(self).any(|site| site.reverse_proxy.iter().any(|r| r.buffer_answer > 0))
     }
 
     /// The port of the first `[tls] listen` address (`$https_port`).

@@ -470,6 +470,7 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
         if r.buffer_request {
             line.push_str("; request bodies held whole first");
         }
+        line.push_str(&held_ahead(r.buffer_answer));
         if r.to
             .iter()
             .any(|u| matches!(u, Upstream::Tcp { tls: true, .. }))
@@ -516,13 +517,7 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
         if !r.buffer_request {
             line.push_str("; request bodies streamed");
         }
-        match r.buffer_answer {
-            0 => line.push_str("; answers read as the client takes them"),
-            crate::config::BUFFER_ANSWER => {}
-            n => {
-                let _ = write!(line, "; answers held up to {}", size(n));
-            }
-        }
+        line.push_str(&held_ahead(r.buffer_answer));
         line.push_str(&bodies(r.max_body));
         line
     });
@@ -627,6 +622,15 @@ fn timeouts_of([connect, read, send]: [Duration; 3]) -> String {
 fn bodies(max: Option<u64>) -> String {
     max.map(|n| format!("; bodies up to {}", size(n)))
         .unwrap_or_default()
+}
+
+/// `buffer_answer`, when not the default.
+fn held_ahead(n: u64) -> String {
+    match n {
+        0 => "; answers read as the client takes them".to_string(),
+        crate::config::BUFFER_ANSWER => String::new(),
+        n => format!("; answers held up to {}", size(n)),
+    }
 }
 
 /// `; 32 idle connections kept 60s`.

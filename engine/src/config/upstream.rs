@@ -48,6 +48,7 @@ pub(super) const REVERSE_PROXY_KEYS: &[&str] = &[
     "ca",
     "websocket",
     "buffer_request",
+    "buffer_answer",
     "max_body",
 ];
 
@@ -323,6 +324,9 @@ pub struct ProxyRule {
     /// a temporary file) before the upstream is contacted, and sent with
     /// its length; else it streams as it arrives.
     pub buffer_request: bool,
+    /// `buffer_answer`, as a FastCGI rule's: the most of an answer read
+    /// ahead of a client slower than the upstream and held for it.
+    pub buffer_answer: u64,
 }
 
 /// One `[[fastcgi]]` rule.
@@ -374,8 +378,9 @@ pub struct FastcgiRule {
     pub buffer_answer: u64,
 }
 
-/// `[[fastcgi]] buffer_answer`'s default (`true`): nginx's
-/// `fastcgi_max_temp_file_size`, 1 GiB.
+/// `buffer_answer`'s default (`true`) in `[[fastcgi]]` and
+/// `[[reverse_proxy]]`: nginx's `fastcgi_max_temp_file_size` and
+/// `proxy_max_temp_file_size`, 1 GiB.
 pub const BUFFER_ANSWER: u64 = 1 << 30;
 
 /// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
@@ -462,6 +467,7 @@ impl Default for ProxyRule {
             tls_client: None,
             websocket: true,
             buffer_request: false,
+            buffer_answer: BUFFER_ANSWER,
         }
     }
 }
@@ -742,6 +748,7 @@ impl Loader<'_> {
                 }
                 "websocket" => rule.websocket = self.boolean(&full, value)?,
                 "buffer_request" => rule.buffer_request = self.boolean(&full, value)?,
+                "buffer_answer" => rule.buffer_answer = self.buffer_answer(&full, value)?,
                 _ => return Err(self.unknown(key, section, REVERSE_PROXY_KEYS)),
             }
         }
@@ -789,6 +796,14 @@ impl Loader<'_> {
             max_body,
             ..rule
         })
+    }
+
+    /// `buffer_answer`: a size, `true` ([`BUFFER_ANSWER`]) or `false` (0).
+    fn buffer_answer(&self, key: &str, value: &Spanned<DeValue<'_>>) -> Result<u64, ConfigError> {
+        match value.get_ref().as_bool() {
+            Some(on) => Ok(BUFFER_ANSWER * u64::from(on)),
+            None => self.size(key, value, 0, u64::MAX),
+        }
     }
 
     fn fastcgi_rule(
@@ -842,12 +857,7 @@ impl Loader<'_> {
                 }
                 "env" => env = self.cgi_env(&full, value)?,
                 "buffer_request" => buffer_request = self.boolean(&full, value)?,
-                "buffer_answer" => {
-                    buffer_answer = match value.get_ref().as_bool() {
-                        Some(on) => BUFFER_ANSWER * u64::from(on),
-                        None => self.size(&full, value, 0, u64::MAX)?,
-                    }
-                }
+                "buffer_answer" => buffer_answer = self.buffer_answer(&full, value)?,
                 _ => return Err(self.unknown(key, section, FASTCGI_KEYS)),
             }
         }

@@ -283,6 +283,130 @@ impl Ahead {
     }
 }
 
+/// A client that takes less than this in a second while the application
+/// or upstream has more for it is slow: its answer is held ahead of it in
+/// `temp_dir` (`buffer_answer`). At 1 MiB/s, a 10 MiB answer would keep
+/// the other side waiting 10 s; a faster one frees it soon enough that
+/// the copy through a file (a write and a read of every byte) is not
+/// worth its CPU.
+#[cfg(feature = "upstreams")]
+pub const SLOW: u64 = 1 << 20;
+
+/// The state of an answer read ahead of a slow client (`buffer_answer`
+/// of `[[fastcgi]]` and `[[reverse_proxy]]`; see
+/// [`super::produce::Produce::hold_ahead`]): what is held, how much may
+/// be, and how the answer ended once it did.
+#[cfg(feature = "upstreams")]
+#[derive(Debug)]
+pub struct ReadAhead {
+    held: Ahead,
+    /// The most held for a slow client (0: nothing is read ahead).
+    hold: u64,
+    /// Its client took less than [`SLOW`] in a second while the other
+    /// side had more for it: up to `hold` is held from now on (before,
+    /// nothing: an answer to a client that keeps up goes as it did, by
+    /// splice where it can, with no copy through memory or a file).
+    slow: bool,
+    /// Body bytes given, and how many at the last tick (`u64::MAX`: none
+    /// yet, the first tick only counts).
+    given: u64,
+    given_at_tick: u64,
+    /// How the answer read ahead ended (`End`, or `Cut`), once it did:
+    /// given after what is held.
+    pub after: Option<Box<super::produce::Gave>>,
+    /// The pieces read ahead, on their way in.
+    pub buf: Vec<u8>,
+}
+
+#[cfg(feature = "upstreams")]
+impl ReadAhead {
+    /// Up to `hold` bytes (none without a `temp_dir` to hold them in).
+    pub fn new(hold: u64, temp: Option<&crate::config::Config>) -> ReadAhead {
+        ReadAhead {
+            // (The ring's room: two pieces of slack past the bound.)
+            held: Ahead::new(hold.saturating_add(2 * 64 * 1024)),
+            hold: if temp.is_some() { hold } else { 0 },
+            slow: false,
+            given: 0,
+            given_at_tick: u64::MAX,
+            after: None,
+            buf: Vec::new(),
+        }
+    }
+
+    /// How many bytes it holds.
+    pub fn held(&self) -> u64 {
+        self.held.held()
+    }
+
+    /// Called at each chance to read ahead, when the other side has
+    /// more than the client took (`tick`: a second went by): the most it
+    /// may hold now (0 when nothing is to be read ahead: the client is
+    /// not slow, reading ahead is off, or the answer ended).
+    pub fn most(&mut self, tick: bool) -> u64 {
+        if self.hold == 0 || self.after.is_some() {
+            return 0;
+        }
+        if tick {
+            let took = self.given.wrapping_sub(self.given_at_tick);
+            self.slow |= self.given_at_tick != u64::MAX && took < SLOW;
+            self.given_at_tick = self.given;
+        }
+        match self.slow {
+            true => self.hold,
+            false => 0,
+        }
+    }
+
+    /// Reading ahead is off now (`temp_dir` failed) or the answer ended.
+    pub fn is_off(&self) -> bool {
+        self.hold == 0 || self.after.is_some()
+    }
+
+    /// Holds `data`, past [`MEMORY`] in `temp`'s `temp_dir`; false when
+    /// it cannot (`temp_dir` cannot take it: said once in the error log,
+    /// as coming from `label`, and nothing more is read ahead; the caller
+    /// gives `data` itself).
+    pub fn push(
+        &mut self,
+        data: &[u8],
+        temp: Option<&crate::config::Config>,
+        label: &str,
+        log: &mut crate::log::Logger,
+    ) -> bool {
+        let Some(cfg) = temp.filter(|_| self.hold > 0) else {
+            return false;
+        };
+        match self.held.push(data, &cfg.temp_dir) {
+            Ok(()) => true,
+            Err(e) => {
+                let dir = cfg.temp_dir.display();
+                log.log(
+                    crate::log::Level::Warn,
+                    format_args!("{label}: cannot hold the answer ahead of the client in {dir}: {e}; it goes on as the client takes it"),
+                );
+                self.hold = 0;
+                false
+            }
+        }
+    }
+
+    /// Moves up to `max` held bytes to `buf` (cleared first); how many
+    /// (0: it holds none).
+    pub fn take(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        buf.clear();
+        let n = self.held.take(buf, max)?;
+        self.given += n as u64;
+        Ok(n)
+    }
+
+    /// `n` body bytes were given from elsewhere (read as the client takes
+    /// them).
+    pub fn gave(&mut self, n: usize) {
+        self.given += n as u64;
+    }
+}
+
 /// An unnamed file in `dir`, readable and writable by this process only.
 fn create(dir: &Path) -> io::Result<File> {
     OpenOptions::new()

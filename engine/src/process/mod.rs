@@ -409,6 +409,20 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
             dir: cfg.temp_dir.clone(),
             source,
         })?;
+    } else if cfg.holds_answers() {
+        #[cfg(feature = "upstreams")]
+        if let Err(e) = spool::probe(&cfg.temp_dir) {
+            confined.notes.push((
+                Level::Warn,
+                format!(
+                    "temp_dir {}: {e}: answers of [[reverse_proxy]] rules cannot be read ahead \
+                     of slow clients (buffer_answer) and go as each client takes them; set \
+                     temp_dir to a directory the server can write to (inside its chroot), or \
+                     buffer_answer = false",
+                    cfg.temp_dir.display()
+                ),
+            ));
+        }
     }
     // (And each htpasswd file, which every worker reads again whenever it
     // changes: one the server cannot read would stop each worker as it

@@ -31,7 +31,7 @@ use crate::handlers::proxy::balance::Tries;
 use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket, Waiting};
-use crate::handlers::spool::{Ahead, Spool, MEMORY};
+use crate::handlers::spool::{ReadAhead, Spool};
 use crate::http::Status;
 use crate::log::Logger;
 use crate::sys::net::{read_into_spare, send};
@@ -74,8 +74,9 @@ pub struct Options {
     /// client and held for it (0: none, it is read as the client takes
     /// it), in memory then in an unnamed file in `temp_dir`.
     pub hold: u64,
-    /// `temp_dir` (empty when `hold` is 0).
-    pub temp_dir: std::path::PathBuf,
+    /// The configuration whose `temp_dir` holds it (none when `hold` is
+    /// 0).
+    pub temp: Option<std::sync::Arc<crate::config::Config>>,
 }
 
 /// A FastCGI application's answer to one request (see the module
@@ -126,20 +127,8 @@ pub struct FastcgiBody {
     stderr_line: Vec<u8>,
     /// The answer read ahead of a slow client (see
     /// [`Produce::hold_ahead`]), given before anything else; then
-    /// `pending`, then `after`.
-    ahead: Ahead,
-    /// How the answer read ahead ended (`End`, or `Cut`), once it did.
-    after: Option<Gave>,
-    /// Its client took nothing for a second while the application had
-    /// more for it: up to `opts.hold` is held ahead of it from now on
-    /// (before, [`MEMORY`]: a client that keeps up costs no copy through
-    /// a file).
-    slow: bool,
-    /// Body bytes given, and how many at the last tick.
-    given: u64,
-    given_at_tick: u64,
-    /// The pieces read ahead, on their way into `ahead`.
-    ahead_buf: Vec<u8>,
+    /// `pending`, then how it ended.
+    ahead: ReadAhead,
     /// The answer ended (END_REQUEST), or was given up.
     finished: bool,
     /// Stopped: what is left of a STDERR line is logged at the next tend.
@@ -268,13 +257,7 @@ impl FastcgiBody {
             started: false,
             pending: Vec::new(),
             stderr_line: Vec::new(),
-            ahead: Ahead::new(opts.hold.saturating_add(2 * PIECE as u64)),
-            after: None,
-            slow: false,
-            given: 0,
-            // (None yet: the first tick only counts.)
-            given_at_tick: u64::MAX,
-            ahead_buf: Vec::new(),
+            ahead: ReadAhead::new(opts.hold, opts.temp.as_deref()),
             finished: false,
             stopped: false,
             reusable: false,
@@ -509,30 +492,6 @@ impl FastcgiBody {
         gave
     }
 
-    /// Holds `piece` (none: `pending`) ahead of the client; false when
-    /// it cannot (`temp_dir` cannot take it: said once, and nothing more
-    /// is read ahead).
-    fn keep_ahead(&mut self, piece: Option<&[u8]>, log: &mut Logger) -> bool {
-        let data = piece.unwrap_or(&self.pending);
-        match self.ahead.push(data, &self.opts.temp_dir) {
-            Ok(()) => {
-                if piece.is_none() {
-                    self.pending.clear();
-                }
-                true
-            }
-            Err(e) => {
-                let (label, dir) = (&self.opts.label, self.opts.temp_dir.display());
-                log.log(
-                    Level::Warn,
-                    format_args!("{label}: cannot hold the answer ahead of the client in {dir}: {e}; it goes on as the client takes it"),
-                );
-                self.opts.hold = 0;
-                false
-            }
-        }
-    }
-
     /// The application closed the connection (or it failed with `e`)
     /// before END_REQUEST.
     fn closed(&mut self, e: Option<io::Error>) -> Gave {
@@ -601,23 +560,20 @@ impl Produce for FastcgiBody {
         buf.clear();
         if self.ahead.held() > 0 {
             return match self.ahead.take(buf, PIECE) {
-                Ok(n) => {
-                    self.given += n as u64;
-                    Gave::Bytes
-                }
+                Ok(_) => Gave::Bytes,
                 Err(e) => {
-                    self.after = None;
+                    self.ahead.after = None;
                     self.broken(format!(
                         "the answer held in temp_dir cannot be read back: {e}"
                     ))
                 }
             };
         }
-        if let Some(after) = self.after.take() {
+        if let Some(after) = self.ahead.after.take() {
             if self.pending.is_empty() {
-                return after;
+                return *after;
             }
-            self.after = Some(after);
+            self.ahead.after = Some(after);
         } else if self.finished {
             return Gave::End;
         }
@@ -626,8 +582,8 @@ impl Produce for FastcgiBody {
         // grow again, and take its own along to be dropped.)
         buf.extend_from_slice(&self.pending);
         self.pending.clear();
-        self.given += buf.len() as u64;
-        if self.after.is_some() {
+        self.ahead.gave(buf.len());
+        if self.ahead.after.is_some() {
             return Gave::Bytes;
         }
         if let (false, Some(why)) = (self.started, self.unreachable.take()) {
@@ -638,7 +594,7 @@ impl Produce for FastcgiBody {
                 return gave;
             }
             if !buf.is_empty() {
-                self.given += buf.len() as u64;
+                self.ahead.gave(buf.len());
                 return Gave::Bytes;
             }
             if !self.sock.readable {
@@ -684,38 +640,39 @@ impl Produce for FastcgiBody {
     }
 
     fn hold_ahead(&mut self, cx: &mut Cx<'_>, tick: bool) {
-        if !self.started || self.finished || self.opts.hold == 0 || !self.sock.readable {
+        if !self.started || self.finished || !self.sock.readable {
             return;
         }
-        if tick {
-            self.slow |= self.given == self.given_at_tick;
-            self.given_at_tick = self.given;
+        let most = self.ahead.most(tick);
+        if most == 0 {
+            return;
         }
-        let most = match self.slow {
-            true => self.opts.hold,
-            false => self.opts.hold.min(MEMORY as u64),
-        };
         // (What came with the head goes before.)
-        if !self.pending.is_empty() && !self.keep_ahead(None, cx.log) {
-            return;
+        if !self.pending.is_empty() {
+            let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
+            if !self.ahead.push(&self.pending, temp, label, cx.log) {
+                return;
+            }
+            self.pending.clear();
         }
-        let mut piece = std::mem::take(&mut self.ahead_buf);
+        let mut piece = std::mem::take(&mut self.ahead.buf);
         while self.ahead.held() < most {
             piece.clear();
             let gave = self.decode(&mut piece, cx.log);
-            if !piece.is_empty() && !self.keep_ahead(Some(&piece), cx.log) {
+            let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
+            if !piece.is_empty() && !self.ahead.push(&piece, temp, label, cx.log) {
                 // (Given after what is held: nothing is lost.)
                 self.pending.extend_from_slice(&piece);
             }
             if let Some(gave) = gave {
                 // (Its last bytes, if any, are held.)
-                self.after = Some(match gave {
+                self.ahead.after = Some(Box::new(match gave {
                     Gave::Last => Gave::End,
                     gave => gave,
-                });
+                }));
                 break;
             }
-            if self.opts.hold == 0 {
+            if self.ahead.is_off() {
                 break;
             }
             if self.at < self.inbuf.len() {
@@ -729,19 +686,19 @@ impl Produce for FastcgiBody {
             self.inbuf.reserve(PIECE);
             match read_into_spare(fd, &mut self.inbuf) {
                 Ok(0) => {
-                    self.after = Some(self.closed(None));
+                    self.ahead.after = Some(Box::new(self.closed(None)));
                     break;
                 }
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.after = Some(self.closed(Some(e)));
+                    self.ahead.after = Some(Box::new(self.closed(Some(e))));
                     break;
                 }
             }
         }
-        self.ahead_buf = piece;
+        self.ahead.buf = piece;
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {

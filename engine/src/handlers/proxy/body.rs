@@ -38,6 +38,7 @@ use crate::config::{HeaderEdits, Level, ServerMode, Tried};
 use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Spliced, Want, Wrote};
 use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe, Waiting};
+use crate::handlers::spool::ReadAhead;
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
@@ -139,6 +140,13 @@ pub fn relocated(v: &[u8], r: &Relocate) -> Option<Vec<u8>> {
 /// What a [`ProxyBody`] is started with besides its socket.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// `buffer_answer`: the most of the answer read ahead of a slow
+    /// client and held for it (0: none, it is read as the client takes
+    /// it), in memory then in an unnamed file in `temp_dir`.
+    pub hold: u64,
+    /// The configuration whose `temp_dir` holds it (none when `hold` is
+    /// 0).
+    pub temp: Option<std::sync::Arc<crate::config::Config>>,
     /// Names it in log lines (`proxy http://127.0.0.1:9001`).
     pub label: std::rc::Rc<str>,
     /// How the request body goes (its head says so already).
@@ -250,6 +258,12 @@ pub struct ProxyBody {
     interim: u8,
     /// Body bytes read with the head, given next.
     rest: Vec<u8>,
+    /// The answer's body read ahead of a slow client (see
+    /// [`Produce::hold_ahead`]), given before anything else; then
+    /// `unheld`, then how it ended.
+    ahead: ReadAhead,
+    /// Body bytes read ahead that could not be held (`temp_dir` failed).
+    unheld: Vec<u8>,
     /// Takes the body out of its framing (none: to the close).
     unframe: Unframe,
     /// The body ended.
@@ -333,6 +347,8 @@ impl ProxyBody {
             hints: 0,
             interim: 0,
             rest: Vec::new(),
+            ahead: ReadAhead::new(opts.hold, opts.temp.as_deref()),
+            unheld: Vec::new(),
             unframe: Unframe::default(),
             finished: false,
             keep_alive: false,
@@ -745,6 +761,59 @@ impl ProxyBody {
         (!buf.is_empty()).then_some(Gave::Bytes)
     }
 
+    /// [`ProxyBody::body`], for bytes given now (counted: see
+    /// [`ReadAhead::gave`]).
+    fn give(&mut self, buf: &mut Vec<u8>) -> Option<Gave> {
+        let gave = self.body(buf);
+        self.ahead.gave(buf.len());
+        gave
+    }
+
+    /// Reads the body on ahead of the client, up to `most` held (see
+    /// [`Produce::hold_ahead`]).
+    fn read_ahead(&mut self, most: u64, log: &mut crate::log::Logger) {
+        let mut piece = std::mem::take(&mut self.ahead.buf);
+        // (What came with the head goes before.)
+        piece.clear();
+        piece.extend_from_slice(&self.rest);
+        self.rest.clear();
+        let mut read = !piece.is_empty();
+        loop {
+            if read {
+                let gave = self.body(&mut piece);
+                let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
+                if !piece.is_empty() && !self.ahead.push(&piece, temp, label, log) {
+                    // (Given after what is held: nothing is lost.)
+                    self.unheld.extend_from_slice(&piece);
+                }
+                if self.unframe.is_bad() {
+                    self.retire();
+                    let why = "bad chunked coding in the upstream's answer";
+                    self.ahead.after = Some(Box::new(Gave::Cut(why.into())));
+                } else if gave.is_some_and(|g| matches!(g, Gave::Last)) {
+                    self.ahead.after = Some(Box::new(Gave::End));
+                }
+            }
+            if self.ahead.is_off() || self.ahead.held() >= most {
+                break;
+            }
+            let Some(fd) = self.sock.get().filter(|_| self.sock.readable) else {
+                break;
+            };
+            piece.clear();
+            piece.reserve(PIECE);
+            read = false;
+            match self.link.read(fd, &mut piece, PIECE) {
+                Ok(0) => self.ahead.after = Some(Box::new(self.closed(None))),
+                Ok(_) => read = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => self.ahead.after = Some(Box::new(self.closed(Some(e)))),
+            }
+        }
+        self.ahead.buf = piece;
+    }
+
     /// The upstream closed its side (or the socket failed with `e`).
     fn closed(&mut self, e: Option<io::Error>) -> Gave {
         self.retire();
@@ -1005,6 +1074,30 @@ impl Produce for ProxyBody {
     }
 
     fn next(&mut self, room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+        // What was read ahead of the client goes first (then what could
+        // not be held, then its end).
+        if self.ahead.held() > 0 {
+            return match self.ahead.take(buf, PIECE) {
+                Ok(_) => Gave::Bytes,
+                Err(e) => {
+                    self.ahead.after = None;
+                    self.retire();
+                    Gave::Cut(format!(
+                        "the answer held in temp_dir cannot be read back: {e}"
+                    ))
+                }
+            };
+        }
+        if !self.unheld.is_empty() {
+            buf.clear();
+            buf.extend_from_slice(&self.unheld);
+            self.unheld.clear();
+            self.ahead.gave(buf.len());
+            return Gave::Bytes;
+        }
+        if let Some(after) = self.ahead.after.take() {
+            return *after;
+        }
         if self.unframe.is_bad() {
             self.retire();
             return Gave::Cut("bad chunked coding in the upstream's answer".into());
@@ -1019,7 +1112,7 @@ impl Produce for ProxyBody {
             buf.extend_from_slice(&self.rest);
             // (Its room stays, for the pool: see `Drop`.)
             self.rest.clear();
-            if let Some(gave) = self.body(buf) {
+            if let Some(gave) = self.give(buf) {
                 return gave;
             }
         }
@@ -1052,7 +1145,7 @@ impl Produce for ProxyBody {
                     None => continue,
                 },
                 Ok(_) if self.started => {
-                    if let Some(gave) = self.body(buf) {
+                    if let Some(gave) = self.give(buf) {
                         return gave;
                     }
                 }
@@ -1084,6 +1177,21 @@ impl Produce for ProxyBody {
         let mut kept = Vec::new();
         trailers::keep(&lines, &mut kept, |n| answer_passes(n, &self.opts.answer));
         (!kept.is_empty()).then_some(kept)
+    }
+
+    fn hold_ahead(&mut self, cx: &mut Cx<'_>, tick: bool) {
+        if !self.started || self.finished || self.tunnel {
+            return;
+        }
+        if !self.sock.readable {
+            // (Nothing to read ahead: what came with the head, if any,
+            // goes to the client as it takes it.)
+            return;
+        }
+        match self.ahead.most(tick) {
+            0 => {}
+            most => self.read_ahead(most, cx.log),
+        }
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {

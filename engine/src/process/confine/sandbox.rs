@@ -223,13 +223,17 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
             | fs_access::REMOVE_FILE;
         rules.push(Rule::new(dir, rights, TICKET_KEYS_DIR));
     }
-    if !programs && cfg.holds_bodies() {
+    if !programs && (cfg.holds_bodies() || cfg.holds_answers()) {
         // Bodies held whole (`handlers::spool`: a chunked one for a CGI
-        // program or a FastCGI script, any with `buffer_request`): unnamed
+        // program or a FastCGI script, any with `buffer_request`), and
+        // answers read ahead of slow clients (`buffer_answer`): unnamed
         // O_TMPFILE files, which Landlock lets a process make and use with
         // these two rights alone; without MAKE_REG no named file can be
-        // made there.
-        rules.push(Rule::new(&cfg.temp_dir, READ_FILE | WRITE_FILE, "temp_dir"));
+        // made there. (For answers alone, a `temp_dir` that is not there
+        // is none: they go as the client takes them.)
+        let mut rule = Rule::new(&cfg.temp_dir, READ_FILE | WRITE_FILE, "temp_dir");
+        rule.optional = !cfg.holds_bodies();
+        rules.push(rule);
     }
     // With a privileged helper, the helper reads them (they are often
     // root's only); without one, the server does, as the same user that
@@ -557,7 +561,7 @@ fn writes(rules: &[Rule]) -> String {
     }
     if let Some(t) = rules.iter().filter(writing).find(|r| r.what == "temp_dir") {
         places.push(format!(
-            "unnamed files in {} (request bodies held for CGI)",
+            "unnamed files in {} (request bodies and answers held)",
             t.path.display()
         ));
     }

@@ -122,10 +122,7 @@ impl Router {
                     timeout: rule.keepalive_timeout,
                 }),
                 hold: rule.buffer_answer,
-                temp_dir: match rule.buffer_answer {
-                    0 => std::path::PathBuf::new(),
-                    _ => self.cfg.temp_dir.clone(),
-                },
+                temp: (rule.buffer_answer > 0).then(|| std::sync::Arc::clone(&self.cfg)),
             },
         };
         Plan {

@@ -169,6 +169,10 @@ impl Router {
         let limits = &cfg.limits;
         let mut plan = upstream_plan(rule, to, label, &target, routing, limits, held_len, head);
         plan.held = held;
+        if rule.buffer_answer > 0 {
+            plan.opts.hold = rule.buffer_answer;
+            plan.opts.temp = Some(std::sync::Arc::clone(&cfg));
+        }
         plan.opts.keep = (rule.keepalive > 0).then(|| Keep {
             pool: std::rc::Rc::clone(&self.upstream_pool),
             to: to.clone(),
@@ -329,6 +333,8 @@ fn upstream_plan(
             upgrade: upgrade.map(Box::from),
             connect: upgrade.is_some() && req.version() == Version::Http2,
             turn: None,
+            hold: 0,
+            temp: None,
         },
         #[cfg(feature = "tls")]
         tls: rule.tls_client.clone(),

@@ -32,6 +32,9 @@ impl ProxyBody {
             || self.finished
             || !self.sock.readable
             || !self.rest.is_empty()
+            || self.ahead.held() > 0
+            || !self.unheld.is_empty()
+            || self.ahead.after.is_some()
             || self.unframe.is_bad()
         {
             return None;
@@ -55,6 +58,7 @@ impl ProxyBody {
                 Ok(0) if empty => return Some(Spliced::Gave(self.closed(None))),
                 Ok(n) if n > 0 => {
                     self.unframe.passed(n);
+                    self.ahead.gave(n);
                     if self.unframe.is_done() {
                         // (Bytes after the body's end were read and
                         // dropped by the copy; here they would stay: a

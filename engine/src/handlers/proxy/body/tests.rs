@@ -34,6 +34,8 @@ fn options(body: BodyOut) -> Options {
         upgrade: None,
         connect: false,
         turn: None,
+        hold: 0,
+        temp: None,
     }
 }
 

@@ -44,6 +44,8 @@ fn handshake(connect: bool) -> (Box<dyn Produce>, UnixStream) {
         upgrade: Some(b"websocket".as_slice().into()),
         connect,
         turn: None,
+        hold: 0,
+        temp: None,
     };
     let mut p: Box<dyn Produce> = Box::new(ProxyBody::new(
         OwnedFd::from(ours),

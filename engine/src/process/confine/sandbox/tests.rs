@@ -421,10 +421,15 @@ fn temp_dir_is_writable_where_bodies_are_held_whole() {
             .any(|r| r.what == "temp_dir" && r.path == cfg.temp_dir)
     };
     let mut cfg = Config::default();
-    cfg.site.reverse_proxy = vec![ProxyRule::default()];
+    cfg.site.reverse_proxy = vec![ProxyRule {
+        buffer_answer: 0,
+        ..ProxyRule::default()
+    }];
     assert!(!temp(&cfg), "a proxy that streams holds nothing");
     cfg.site.reverse_proxy[0].buffer_request = true;
     assert!(temp(&cfg), "buffer_request");
+    cfg.site.reverse_proxy[0] = ProxyRule::default();
+    assert!(temp(&cfg), "buffer_answer");
     cfg.site.reverse_proxy.clear();
     let d = std::time::Duration::from_secs(5);
     cfg.site.fastcgi = vec![FastcgiRule {
