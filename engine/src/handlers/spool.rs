@@ -316,6 +316,9 @@ pub struct ReadAhead {
     pub after: Option<Box<super::produce::Gave>>,
     /// The pieces read ahead, on their way in.
     pub buf: Vec<u8>,
+    /// Bytes read ahead that could not be held (`temp_dir` failed):
+    /// given after what is.
+    unheld: Vec<u8>,
 }
 
 #[cfg(feature = "upstreams")]
@@ -331,12 +334,13 @@ impl ReadAhead {
             given_at_tick: u64::MAX,
             after: None,
             buf: Vec::new(),
+            unheld: Vec::new(),
         }
     }
 
     /// How many bytes it holds.
     pub fn held(&self) -> u64 {
-        self.held.held()
+        self.held.held() + self.unheld.len() as u64
     }
 
     /// Called at each chance to read ahead, when the other side has
@@ -344,7 +348,7 @@ impl ReadAhead {
     /// may hold now (0 when nothing is to be read ahead: the client is
     /// not slow, reading ahead is off, or the answer ended).
     pub fn most(&mut self, tick: bool) -> u64 {
-        if self.hold == 0 || self.after.is_some() {
+        if self.is_off() {
             return 0;
         }
         if tick {
@@ -363,39 +367,42 @@ impl ReadAhead {
         self.hold == 0 || self.after.is_some()
     }
 
-    /// Holds `data`, past [`MEMORY`] in `temp`'s `temp_dir`; false when
-    /// it cannot (`temp_dir` cannot take it: said once in the error log,
-    /// as coming from `label`, and nothing more is read ahead; the caller
-    /// gives `data` itself).
+    /// Holds `data`, past [`MEMORY`] in `temp`'s `temp_dir`. Where
+    /// `temp_dir` cannot take it (said once in the error log, as coming
+    /// from `label`), it is kept in memory to be given after what is
+    /// held, and nothing more is read ahead ([`ReadAhead::is_off`]).
     pub fn push(
         &mut self,
         data: &[u8],
         temp: Option<&crate::config::Config>,
         label: &str,
         log: &mut crate::log::Logger,
-    ) -> bool {
-        let Some(cfg) = temp.filter(|_| self.hold > 0) else {
-            return false;
-        };
-        match self.held.push(data, &cfg.temp_dir) {
-            Ok(()) => true,
-            Err(e) => {
+    ) {
+        let held = match temp.filter(|_| self.hold > 0) {
+            Some(cfg) => self.held.push(data, &cfg.temp_dir).map_err(|e| {
                 let dir = cfg.temp_dir.display();
                 log.log(
                     crate::log::Level::Warn,
                     format_args!("{label}: cannot hold the answer ahead of the client in {dir}: {e}; it goes on as the client takes it"),
                 );
-                self.hold = 0;
-                false
-            }
+            }),
+            None => Err(()),
+        };
+        if held.is_err() {
+            self.hold = 0;
+            self.unheld.extend_from_slice(data);
         }
     }
 
-    /// Moves up to `max` held bytes to `buf` (cleared first); how many
-    /// (0: it holds none).
+    /// Moves up to `max` held bytes to `buf` (cleared first; past `max`
+    /// for what could not be held); how many (0: it holds none).
     pub fn take(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         buf.clear();
-        let n = self.held.take(buf, max)?;
+        let mut n = self.held.take(buf, max)?;
+        if n == 0 {
+            buf.append(&mut self.unheld);
+            n = buf.len();
+        }
         self.given += n as u64;
         Ok(n)
     }

@@ -650,19 +650,16 @@ impl Produce for FastcgiBody {
         // (What came with the head goes before.)
         if !self.pending.is_empty() {
             let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
-            if !self.ahead.push(&self.pending, temp, label, cx.log) {
-                return;
-            }
+            self.ahead.push(&self.pending, temp, label, cx.log);
             self.pending.clear();
         }
         let mut piece = std::mem::take(&mut self.ahead.buf);
         while self.ahead.held() < most {
             piece.clear();
             let gave = self.decode(&mut piece, cx.log);
-            let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
-            if !piece.is_empty() && !self.ahead.push(&piece, temp, label, cx.log) {
-                // (Given after what is held: nothing is lost.)
-                self.pending.extend_from_slice(&piece);
+            if !piece.is_empty() {
+                let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
+                self.ahead.push(&piece, temp, label, cx.log);
             }
             if let Some(gave) = gave {
                 // (Its last bytes, if any, are held.)

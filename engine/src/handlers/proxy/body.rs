@@ -259,11 +259,9 @@ pub struct ProxyBody {
     /// Body bytes read with the head, given next.
     rest: Vec<u8>,
     /// The answer's body read ahead of a slow client (see
-    /// [`Produce::hold_ahead`]), given before anything else; then
-    /// `unheld`, then how it ended.
+    /// [`Produce::hold_ahead`]), given before anything else; then how it
+    /// ended.
     ahead: ReadAhead,
-    /// Body bytes read ahead that could not be held (`temp_dir` failed).
-    unheld: Vec<u8>,
     /// Takes the body out of its framing (none: to the close).
     unframe: Unframe,
     /// The body ended.
@@ -348,7 +346,6 @@ impl ProxyBody {
             interim: 0,
             rest: Vec::new(),
             ahead: ReadAhead::new(opts.hold, opts.temp.as_deref()),
-            unheld: Vec::new(),
             unframe: Unframe::default(),
             finished: false,
             keep_alive: false,
@@ -781,10 +778,9 @@ impl ProxyBody {
         loop {
             if read {
                 let gave = self.body(&mut piece);
-                let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
-                if !piece.is_empty() && !self.ahead.push(&piece, temp, label, log) {
-                    // (Given after what is held: nothing is lost.)
-                    self.unheld.extend_from_slice(&piece);
+                if !piece.is_empty() {
+                    let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
+                    self.ahead.push(&piece, temp, label, log);
                 }
                 if self.unframe.is_bad() {
                     self.retire();
@@ -1074,8 +1070,7 @@ impl Produce for ProxyBody {
     }
 
     fn next(&mut self, room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
-        // What was read ahead of the client goes first (then what could
-        // not be held, then its end).
+        // What was read ahead of the client goes first, then its end.
         if self.ahead.held() > 0 {
             return match self.ahead.take(buf, PIECE) {
                 Ok(_) => Gave::Bytes,
@@ -1087,13 +1082,6 @@ impl Produce for ProxyBody {
                     ))
                 }
             };
-        }
-        if !self.unheld.is_empty() {
-            buf.clear();
-            buf.extend_from_slice(&self.unheld);
-            self.unheld.clear();
-            self.ahead.gave(buf.len());
-            return Gave::Bytes;
         }
         if let Some(after) = self.ahead.after.take() {
             return *after;

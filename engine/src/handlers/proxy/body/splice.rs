@@ -33,7 +33,6 @@ impl ProxyBody {
             || !self.sock.readable
             || !self.rest.is_empty()
             || self.ahead.held() > 0
-            || !self.unheld.is_empty()
             || self.ahead.after.is_some()
             || self.unframe.is_bad()
         {
