@@ -229,3 +229,69 @@ fn an_answer_held_ahead_is_bounded_and_never_lost() {
     let r = slow.response();
     assert!(r.body == long(20), "{} bytes", r.body.len());
 }
+
+/// A kept upstream connection goes back to its pool as soon as the
+/// answer it carried was read whole, also when that answer was read on
+/// ahead of a slow client still taking it: the next request goes on
+/// the same connection (nginx, too, frees an upstream connection once
+/// its answer is buffered), and the slow client still gets its answer
+/// whole.
+#[test]
+fn a_connection_whose_answer_was_read_ahead_whole_carries_the_next_request() {
+    use std::io::Write;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    // (Each connection's two ends, once it carried a long answer whole.)
+    let (sent, written) = std::sync::mpsc::channel();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let a = Arc::clone(&accepted);
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            a.fetch_add(1, Ordering::SeqCst);
+            let sent = sent.clone();
+            thread::spawn(move || {
+                let ends = (conn.local_addr().unwrap(), conn.peer_addr().unwrap());
+                loop {
+                    let request = read_request(&mut conn);
+                    let (long, body) = match request.starts_with(b"GET /api/long ") {
+                        true => (true, long(20)),
+                        false if request.is_empty() => return,
+                        false => (false, b"ok".to_vec()),
+                    };
+                    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+                    if conn.write_all(head.as_bytes()).is_err() || conn.write_all(&body).is_err() {
+                        return;
+                    }
+                    if long {
+                        let _ = sent.send(ends);
+                    }
+                }
+            });
+        }
+    });
+    let s = brisk(&url, "");
+    let mut slow = s.connect();
+    slow.send(b"GET /api/long HTTP/1.1\r\nHost: t\r\n\r\n");
+    slow.read_at_least(1000);
+    // The upstream wrote its answer whole, and brisk read it all: it
+    // holds what its client did not take yet.
+    let (up, brisk_end) = written.recv_timeout(IO_TIMEOUT).unwrap();
+    wait_for("brisk to read the whole answer", || {
+        let theirs = tcp_socket(up, brisk_end)?;
+        let ours = tcp_socket(brisk_end, up)?;
+        (theirs.tx_queue == 0 && ours.rx_queue == 0).then_some(())
+    });
+    for _ in 0..3 {
+        let r = s.get("/api/other");
+        assert_eq!((r.status, &r.body[..]), (200, &b"ok"[..]));
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "one upstream connection"
+    );
+    let r = slow.response();
+    assert_eq!(r.status, 200);
+    assert!(r.body == long(20), "{} bytes", r.body.len());
+}

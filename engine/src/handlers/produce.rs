@@ -175,20 +175,15 @@ pub trait Produce {
 
     /// Where it keeps the token its source 0 is watched under, for a
     /// producer whose socket stays in the watch between answers (a kept
-    /// upstream connection, see [`Produce::keeps_watch`]): the engine
-    /// watches it again only when the token changes, and writes the new
-    /// one there. None for the others (watched anew each time).
+    /// upstream connection, which the producer gives to its pool, still
+    /// watched, once its answer ended: no longer among its sources, the
+    /// engine leaves it in the watch): the engine watches it again only
+    /// when the token changes, and writes the new one there. An event
+    /// for that token while it rests in the pool wakes whatever answer
+    /// has the token then, which finds nothing to do. None for the
+    /// others (watched anew each time).
     fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
         None
-    }
-
-    /// Its source 0 stays in the watch once the answer ends (a
-    /// connection going back to its pool, under the token
-    /// [`Produce::watch_slot`] holds): the engine leaves it there. An
-    /// event for that token while it rests there wakes whatever answer
-    /// has the token then, which finds nothing to do.
-    fn keeps_watch(&self) -> bool {
-        false
     }
 
     /// A source it is done with (no longer among its

@@ -299,12 +299,6 @@ impl Run {
         self.producer.watch_slot()
     }
 
-    /// Its source 0 stays in the watch when it ends (see
-    /// [`Produce::keeps_watch`]).
-    pub fn keeps_watch(&self) -> bool {
-        self.producer.keeps_watch()
-    }
-
     /// A source it is done with, to take out of the watch and close.
     pub fn retired(&mut self) -> Option<OwnedFd> {
         self.producer.retired()

@@ -29,6 +29,7 @@ use crate::handlers::cgi::{parse_head, reply_head, CgiReply};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::proxy::balance::Tries;
 use crate::handlers::proxy::dial;
+use crate::handlers::proxy::link::Link;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket, Waiting};
 use crate::handlers::spool::{ReadAhead, Spool};
@@ -133,9 +134,6 @@ pub struct FastcgiBody {
     finished: bool,
     /// Stopped: what is left of a STDERR line is logged at the next tend.
     stopped: bool,
-    /// The request ended cleanly on a kept connection: the socket goes to
-    /// the pool when the answer is dropped.
-    reusable: bool,
     opts: Options,
     /// For the access log: the server (`unix:/run/php.sock`), and once
     /// its head came, its status and after how long.
@@ -260,7 +258,6 @@ impl FastcgiBody {
             ahead: ReadAhead::new(opts.hold, opts.temp.as_deref()),
             finished: false,
             stopped: false,
-            reusable: false,
             opts,
             answered: Answered::new(),
         }
@@ -439,9 +436,11 @@ impl FastcgiBody {
             return self.broken("the application ended the request without a complete head".into());
         }
         self.finished = true;
-        self.reusable = self.opts.keep.is_some() && self.outbox.done() && !after;
-        if !self.reusable {
-            self.retire();
+        // (Back to the pool at once, free for another request while the
+        // client takes what was read.)
+        match (&self.opts.keep, self.outbox.done() && !after) {
+            (Some(keep), true) => keep.keep(&mut self.sock, Link::Plain),
+            _ => self.retire(),
         }
         if buf.is_empty() {
             Gave::End
@@ -625,7 +624,6 @@ impl Produce for FastcgiBody {
 
     fn stop(&mut self) {
         self.stopped = true;
-        self.reusable = false;
         // The client is gone: the application is told (spec §5.4) when
         // the records before are whole, then the connection closes.
         if let (false, Some(fd)) = (self.finished, self.sock.get()) {
@@ -731,10 +729,6 @@ impl Produce for FastcgiBody {
         Some(&mut self.sock.watched)
     }
 
-    fn keeps_watch(&self) -> bool {
-        self.reusable && self.sock.get().is_some()
-    }
-
     fn awaits_input(&self) -> bool {
         self.body_open && self.outbox.awaits_more()
     }
@@ -746,17 +740,7 @@ impl Produce for FastcgiBody {
 
 impl Drop for FastcgiBody {
     fn drop(&mut self) {
-        if let (true, Some(sock), Some(keep)) =
-            (self.reusable, self.sock.take(), self.opts.keep.as_ref())
-        {
-            keep.pool.borrow_mut().put_watched(
-                keep,
-                sock,
-                crate::handlers::proxy::link::Link::Plain,
-                self.sock.watched,
-                Instant::now(),
-            );
-        }
+        // (A kept connection went to the pool when its answer ended.)
         // The buffers go back to the pool, for the next answers (the
         // request's records, sent from the outbox's, the answer's head).
         if let Some(keep) = &self.opts.keep {

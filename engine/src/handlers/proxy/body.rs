@@ -268,10 +268,6 @@ pub struct ProxyBody {
     finished: bool,
     /// The upstream keeps the connection open after this answer.
     keep_alive: bool,
-    /// It ended exactly, the request all written: the socket goes to
-    /// the pool when the answer is dropped (after the engine took it
-    /// out of its watch).
-    reusable: bool,
     /// The upstream answered 101: bytes pass both ways as they come.
     tunnel: bool,
     /// The client's end of its bytes was passed on (`shutdown`).
@@ -349,7 +345,6 @@ impl ProxyBody {
             unframe: Unframe::default(),
             finished: false,
             keep_alive: false,
-            reusable: false,
             tunnel: false,
             shut: false,
             ended_early: false,
@@ -595,19 +590,21 @@ impl ProxyBody {
         false
     }
 
-    /// The body ended exactly: the socket may carry another request if
-    /// the upstream keeps it, the request went whole and nothing
-    /// followed the answer (it stays watched until the answer is
-    /// dropped, then goes to the pool); else it closes.
+    /// The body ended exactly: the socket goes to the pool at once
+    /// (still watched), free for another request while the client takes
+    /// what was read, if the upstream keeps it, the request went whole
+    /// and nothing followed the answer; else it closes. The upstream is
+    /// no longer counted busy (`least_conn`).
     fn finish(&mut self) {
         self.finished = true;
-        self.reusable = self.keep_alive
-            && self.opts.keep.is_some()
+        self.lease = None;
+        let reusable = self.keep_alive
             && self.outbox.done()
             && self.rest.is_empty()
             && !self.unframe.had_extra();
-        if !self.reusable {
-            self.retire();
+        match (&self.opts.keep, reusable) {
+            (Some(keep), true) => keep.keep(&mut self.sock, std::mem::take(&mut self.link)),
+            _ => self.retire(),
         }
     }
 
@@ -1193,7 +1190,6 @@ impl Produce for ProxyBody {
     }
 
     fn stop(&mut self) {
-        self.reusable = false;
         self.retire();
     }
 
@@ -1215,10 +1211,6 @@ impl Produce for ProxyBody {
 
     fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
         Some(&mut self.sock.watched)
-    }
-
-    fn keeps_watch(&self) -> bool {
-        self.reusable && self.sock.get().is_some()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
@@ -1261,15 +1253,7 @@ impl Produce for ProxyBody {
 
 impl Drop for ProxyBody {
     fn drop(&mut self) {
-        if let (true, Some(sock), Some(keep)) =
-            (self.reusable, self.sock.take(), self.opts.keep.as_ref())
-        {
-            let link = std::mem::take(&mut self.link);
-            let now = std::time::Instant::now();
-            keep.pool
-                .borrow_mut()
-                .put_watched(keep, sock, link, self.sock.watched, now);
-        }
+        // (A kept connection went to the pool when its answer ended.)
         // The buffers go back to the pool, for the next answers (the
         // request's head, sent from the outbox's, the copy kept to send
         // it again, the answer's head).

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::link::Link;
 use crate::config::Upstream;
+use crate::handlers::relay::Socket;
 use crate::sys::net;
 
 /// A connection waiting for its next request.
@@ -84,6 +85,19 @@ pub struct Keep {
     pub max: usize,
     /// `keepalive_timeout`.
     pub timeout: Duration,
+}
+
+impl Keep {
+    /// Keeps the connection `sock` uses, over `link`, for the next
+    /// request, watched as it is (see [`Pool::put_watched`]): as soon as
+    /// its answer was read whole, also while a slow client still takes
+    /// what was read ahead for it.
+    pub fn keep(&self, sock: &mut Socket, link: Link) {
+        if let Some((fd, watched)) = sock.keep() {
+            let now = Instant::now();
+            (self.pool.borrow_mut()).put_watched(self, fd, link, watched, now);
+        }
+    }
 }
 
 impl Pool {

@@ -90,6 +90,18 @@ impl Socket {
         self.fd.take()
     }
 
+    /// The one in use, taken away to carry another request while it
+    /// stays in the watch: with the token it is watched under, none if
+    /// the engine never watched it (it replaced another in this round).
+    pub fn keep(&mut self) -> Option<(OwnedFd, Option<usize>)> {
+        let fd = self.fd.take()?;
+        let watched = match std::mem::take(&mut self.renewed) {
+            true => None,
+            false => self.watched,
+        };
+        Some((fd, watched))
+    }
+
     /// `fd` lets go: closed at once if the engine never watched it (it
     /// replaced another in this round), else once out of the watch.
     fn let_go(&mut self, fd: OwnedFd) {

@@ -351,18 +351,12 @@ impl Worker {
     }
 
     /// Takes every source of `run` out of the watch (it is dropped next,
-    /// which closes them), but a connection going back to its pool
-    /// ([`Run::keeps_watch`]).
+    /// which closes them). (A kept upstream connection is no longer
+    /// among them: its pool has it, watched.)
     pub(super) fn unwatch_run(&self, run: &mut Run) {
         self.unwatch_retired(run);
-        let kept = run.keeps_watch();
-        for (i, source) in run.sources().into_iter().enumerate() {
-            match source {
-                // (A connection going back to its pool stays watched.)
-                Some(_) if i == 0 && kept => {}
-                Some((fd, _)) => unwatch(self.poll.registry(), fd),
-                None => {}
-            }
+        for (fd, _) in run.sources().into_iter().flatten() {
+            unwatch(self.poll.registry(), fd);
         }
     }
 

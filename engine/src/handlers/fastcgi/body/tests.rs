@@ -212,8 +212,9 @@ fn the_request_goes_as_records_and_the_answer_as_a_cgi_head() {
     );
     assert_eq!(next(&mut p, &m), "last hello, world");
     assert_eq!(next(&mut p, &m), "end");
-    // Ended cleanly: kept (still watched) until the answer is dropped.
-    assert!(p.sources()[0].is_some() && p.retired().is_none());
+    // Ended cleanly: in the pool at once (still watched: nothing retired).
+    assert!(p.sources()[0].is_none() && p.retired().is_none());
+    assert_eq!(pool.borrow().len(), 1);
     drop(p);
     assert_eq!(pool.borrow().len(), 1);
     let log = errors(m);
