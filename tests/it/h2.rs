@@ -985,11 +985,10 @@ fn a_program_beyond_the_connections_sixteen_waits_its_turn_with_its_body() {
     assert_eq!(marked(), all, "the refused one never ran");
 }
 
-#[test]
-fn a_request_body_that_stops_coming_is_answered_408() {
-    // A body of unknown length for a program is held whole; its client
-    // sends part of it, then nothing: after timeouts.body, 408.
-    let s = cgi_site();
+/// A POST to a program on a new connection to `s`, its body (of
+/// unknown length, held whole for the program) stopped after 5 bytes:
+/// the connection and the request's stream.
+fn stalled_post(s: &Server) -> (H2, u32) {
     let mut c = H2::connect(s.addr(), &[], 0);
     let id = c.next;
     c.next += 2;
@@ -999,8 +998,49 @@ fn a_request_body_that_stops_coming_is_answered_408() {
     out.extend_from_slice(&frame::data_head(id, 5, false));
     out.extend_from_slice(b"hello");
     c.send(&out);
+    (c, id)
+}
+
+#[test]
+fn a_request_body_that_stops_coming_is_answered_408() {
+    // A body of unknown length for a program is held whole; its client
+    // sends part of it, then nothing: after timeouts.body, 408.
+    let s = cgi_site();
+    let (mut c, id) = stalled_post(&s);
     let a = c.answers(&[id]);
     assert_eq!(a[0].status(), "408");
+}
+
+#[test]
+fn frames_to_ignore_do_not_keep_a_body_from_its_timeout() {
+    // As above, then an empty frame of a type the server ignores (RFC
+    // 9113 §4.1) every 0.2 s, and a PING: no byte of the body comes, so
+    // it is answered 408 at timeouts.body all the same.
+    use common::h2::Next;
+    let s = cgi_site();
+    let (mut c, id) = stalled_post(&s);
+    c.sock
+        .set_read_timeout(Some(std::time::Duration::from_millis(200)))
+        .unwrap();
+    // (An unknown type, 0xfa, on the request's stream; a PING.)
+    let mut drip = vec![0, 0, 0, 0xfa, 0];
+    drip.extend_from_slice(&id.to_be_bytes());
+    drip.extend_from_slice(&[0, 0, 8, 6, 0, 0, 0, 0, 0]);
+    drip.extend_from_slice(b"pingpong");
+    let status = (0..50).find_map(|_| match c.frame_or_quiet() {
+        Next::Frame(f) if f.kind == 1 && f.stream == id => f
+            .fields
+            .iter()
+            .find(|(n, _)| n == ":status")
+            .map(|(_, v)| v.clone()),
+        Next::Frame(_) => None,
+        Next::Quiet => {
+            c.send(&drip);
+            None
+        }
+        Next::Closed => Some("closed".into()),
+    });
+    assert_eq!(status.as_deref(), Some("408"));
 }
 
 #[test]

@@ -721,6 +721,8 @@ impl Worker {
                     // nothing more for timeouts.body is closed (GOAWAY),
                     // as HTTP/1.1 closes where a body stops coming. They
                     // used to keep the connection forever.
+                    // (From the last request bytes: see `Session::body_at`.)
+                    let quiet = self.clock.now.saturating_duration_since(h2.body_at);
                     if answered && age >= t.body {
                         self.idle_timeout(i, age, t.send);
                         continue;
@@ -739,7 +741,7 @@ impl Worker {
                     let stalled = self.h2_send_timeouts(&mut conn, t.send);
                     // A request body that makes no progress for
                     // timeouts.body is answered 408 (HTTP/1.1 closes).
-                    let late = age >= t.body && self.h2_body_timeouts(&mut conn);
+                    let late = quiet >= t.body && self.h2_body_timeouts(&mut conn);
                     self.conns.put(i, conn);
                     if stalled || late {
                         self.on_event(i, false);

@@ -38,7 +38,8 @@ and prints one JSON document on stdout. Modes:
     sent); then waits up to "wait" seconds for an answer, a reset or the
     connection's close (with "until_close": true, for the close alone).
     With "ping": true, a PING goes every 0.2 s meanwhile (so QUIC's own
-    idle timeout never ends the connection).
+    idle timeout never ends the connection), and with it "drip" (hex), if
+    given, on the request stream.
       {"headers": [[k, v], ...], "reset": CODE or null,
        "terminated": [CODE, REASON] or null}
   "initials": for each address of "sources" (each "IP" or "IP:PORT"), a
@@ -194,6 +195,8 @@ async def raw(spec, client):
             break
         if spec.get("ping") and i % 20 == 0:
             quic.send_ping(i)
+            if spec.get("drip") and sid is not None:
+                quic.send_stream_data(sid, bytes.fromhex(spec["drip"]), False)
             client.transmit()
         await asyncio.sleep(0.01)
     return {

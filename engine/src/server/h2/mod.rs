@@ -52,6 +52,12 @@ pub struct Session {
     /// connection credit given back (bounded by `connection_window`: see
     /// `Worker::h2_data`).
     pub turn_held: usize,
+    /// When its client last brought a request on: a head, body bytes, a
+    /// body's end. `timeouts.body` runs from here, not from its last
+    /// byte: frames that carry no request (PING, SETTINGS, frames of
+    /// types the protocol ignores) held a body that stopped coming, its
+    /// memory and the program waiting for it, for ever.
+    pub body_at: Instant,
 }
 
 impl Session {
@@ -65,6 +71,7 @@ impl Session {
             pacing: Pacing::default(),
             programs: 0,
             turn_held: 0,
+            body_at: now,
         }
     }
 

@@ -315,7 +315,7 @@ impl Worker {
         // (The trailers' fields that may pass: a producer's input passes
         // them on, as HTTP/2's.)
         let mut trailers = Vec::new();
-        let (mut got, mut reread, mut reset) = (false, false, false);
+        let (mut reread, mut reset) = (false, false);
         let Some(s) = c.h3_mut() else { return };
         if s.drop_unwanted(id) {
             s.last_read = now;
@@ -380,7 +380,6 @@ impl Worker {
             if left != usize::MAX {
                 left -= bytes.len();
             }
-            got |= !bytes.is_empty();
             then = if uni {
                 match h3.uni(key, &bytes, fin) {
                     Ok(true) => Then::Nothing,
@@ -415,7 +414,11 @@ impl Worker {
             }
         }
         let _ = chunks.finalize();
-        if got && !uni {
+        // (Progress of a request, as `timeouts.body` counts it: a head,
+        // body bytes, the end. Frames the protocol ignores, RFC 9114
+        // §9, are no progress: dripped, they held a request and its
+        // body for ever.)
+        if head.is_some() || !body.is_empty() || ended {
             s.last_read = now;
         }
         match then {

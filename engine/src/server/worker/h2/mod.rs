@@ -149,6 +149,7 @@ impl Worker {
                     break;
                 }
                 H2Event::Request { stream, end_stream } => {
+                    s.body_at = self.clock.now;
                     let mut r = self.pools.lend_request(self.clock.now);
                     self.h2_request(c, &mut r, stream, end_stream);
                     self.pools.take_back_request(r);
@@ -159,6 +160,9 @@ impl Worker {
                     end_stream,
                     trailers,
                 } => {
+                    if !data.is_empty() || end_stream {
+                        s.body_at = self.clock.now;
+                    }
                     // (A producer's input may pass trailers on.)
                     let trailers = trailers.then(|| request_trailers(s));
                     self.h2_data(c, stream, data, end_stream, trailers.as_deref())
