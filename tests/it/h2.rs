@@ -1843,3 +1843,40 @@ fn streams_that_never_get_a_window_cannot_take_every_descriptor() {
         "8 or more streams of this HTTP/2 connection are answered while the worker's connections have 64 under way",
     );
 }
+
+#[test]
+fn a_header_block_dripped_ends_at_the_header_timeout() {
+    // A request's header block sent in steps, one every 0.2 s: in
+    // one-byte CONTINUATION frames (each valid, the block under every
+    // size limit), or as one HEADERS frame a byte at a time. It never
+    // ends within timeouts.header: the connection is closed then
+    // (GOAWAY), as HTTP/1.1 answers a head that does not come, and as
+    // HTTP/3 closes at the same timeout. (Continuations are allowed past
+    // what the drip sends: the timeout, not their count, ends it.)
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config(
+        "[timeouts]\nheader = \"1s\"\nkeepalive = \"60s\"\n[http2]\nmax_continuations = 1000\n",
+    );
+    let s = b.start();
+    let long = "a".repeat(300);
+    let block = H2::block("GET", "/index.html", &[("x-long", &long)]);
+    for (max_frame, step) in [(16_384, 1), (1, 10)] {
+        let mut c = H2::connect(s.addr(), &[], 0);
+        c.sock
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut frames = Vec::new();
+        frame::write_headers(&mut frames, c.next, &block, true, max_frame);
+        let ended = frames.chunks(step).take(50).find_map(|piece| {
+            c.send(piece);
+            match c.frame_or_quiet() {
+                Next::Frame(f) if f.kind == kind::GOAWAY => Some("goaway"),
+                Next::Closed => Some("closed"),
+                Next::Frame(_) | Next::Quiet => None,
+            }
+        });
+        assert!(ended.is_some(), "still open, frames of {max_frame}");
+    }
+    assert!(s.get("/index.html").status == 200);
+}

@@ -119,6 +119,11 @@ impl Buffers {
 /// The request of a connection that holds none (see [`Conn::request`]).
 static NO_REQUEST: Request = Request::EMPTY;
 
+/// Whether frames of type `kind` carry a header block.
+fn is_head(kind: u8) -> bool {
+    matches!(kind, kind::HEADERS | kind::CONTINUATION)
+}
+
 /// A header block in HEADERS + CONTINUATION frames, being gathered.
 #[derive(Debug)]
 struct Block {
@@ -248,6 +253,9 @@ pub struct Conn {
     /// The header block being gathered, and its bytes.
     block: Option<Block>,
     block_buf: Vec<u8>,
+    /// Since when a header block has been coming and is not whole (see
+    /// [`Conn::head_since`]).
+    head_since: Option<Instant>,
     /// The last request head (lent, see [`Conn::lend`]).
     request: Option<Box<Request>>,
     /// Frames to send (control frames, heads, small bodies).
@@ -316,6 +324,7 @@ impl Conn {
             owed: 0,
             send_window: 65_535,
             block: None,
+            head_since: None,
             block_buf: Vec::new(),
             request: None,
             out,
@@ -415,6 +424,17 @@ impl Conn {
         (ours || self.peer_goaway || self.failed()) && self.streams.is_empty()
     }
 
+    /// Since when a header block (a request's head, or trailers) has
+    /// been coming, in part, and is not whole yet: a HEADERS frame not
+    /// all read, or without END_HEADERS and waiting for the last of its
+    /// CONTINUATION frames. The engine holds it to `timeouts.header`,
+    /// as it holds an HTTP/1.1 head: each frame being valid and the
+    /// block under every size limit, a client dripping it held the
+    /// connection as long as it liked.
+    pub fn head_since(&self) -> Option<Instant> {
+        self.head_since
+    }
+
     /// Reads frames from `input[*pos..]`, moving `pos` past those it
     /// consumed, until one makes an event (see [`Event`]).
     pub fn read<'a>(&mut self, input: &'a [u8], pos: &mut usize, now: Instant) -> Event<'a> {
@@ -440,6 +460,10 @@ impl Conn {
                 Phase::Frames => {}
             }
             let Some(head) = rest.get(..HEAD_LEN) else {
+                // (Its type is known from the fourth byte on.)
+                if rest.get(3).is_some_and(|&k| is_head(k)) {
+                    self.head_since.get_or_insert(now);
+                }
                 return Event::Stall;
             };
             let head = Head::read(head.try_into().unwrap_or(&[0; HEAD_LEN]));
@@ -451,10 +475,18 @@ impl Conn {
             }
             let end = HEAD_LEN + head.len as usize;
             let Some(payload) = rest.get(HEAD_LEN..end) else {
+                if is_head(head.kind) {
+                    self.head_since.get_or_insert(now);
+                }
                 return Event::Stall;
             };
             *pos += end;
-            if let Some(ev) = self.frame(&head, payload, now) {
+            let ev = self.frame(&head, payload, now);
+            self.head_since = match self.block {
+                Some(_) => Some(self.head_since.unwrap_or(now)),
+                None => None,
+            };
+            if let Some(ev) = ev {
                 return ev;
             }
         }

@@ -709,6 +709,18 @@ impl Worker {
                     // (one whose socket takes nothing is timed out above,
                     // as `blocked`; an answer that waits for a window,
                     // below).
+                    // A header block begun and not whole within
+                    // timeouts.header closes the connection, as HTTP/1.1
+                    // answers a head that does not come.
+                    let head_since = h2.conn.head_since();
+                    if head_since.is_some_and(|at| self.clock.now - at >= t.header) {
+                        let peer = c.peer.ip();
+                        self.client_info(format_args!(
+                            "client {peer}: an HTTP/2 header block not whole within timeouts.header"
+                        ));
+                        self.close_idle(i);
+                        continue;
+                    }
                     let answered = h2.answers.is_empty() && h2.conn.all_answered();
                     let idle = answered && h2.conn.open_streams() == 0;
                     if idle && age >= t.keepalive {
