@@ -1880,3 +1880,32 @@ fn a_header_block_dripped_ends_at_the_header_timeout() {
     }
     assert!(s.get("/index.html").status == 200);
 }
+
+#[test]
+fn an_idle_connection_closes_at_the_keepalive_timeout_however_the_client_pings() {
+    // A GET answered, then a PING every 0.2 s and nothing else: closed
+    // (GOAWAY) at timeouts.keepalive, as over HTTP/3.
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config("[timeouts]\nkeepalive = \"1s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[id])[0].status(), "200");
+    c.sock
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut ping = Vec::new();
+    frame::write_head(&mut ping, 8, kind::PING, 0, 0);
+    ping.extend_from_slice(b"pingpong");
+    let ended = (0..50).find_map(|_| match c.frame_or_quiet() {
+        Next::Frame(f) if f.kind == kind::GOAWAY => Some("goaway"),
+        Next::Closed => Some("closed"),
+        Next::Frame(_) => None,
+        Next::Quiet => {
+            c.send(&ping);
+            None
+        }
+    });
+    assert!(ended.is_some(), "still open");
+}

@@ -134,7 +134,12 @@ impl Worker {
             let Some(s) = c.proto.h2_mut() else { break };
             let before = pos;
             let event = s.conn.read(input, &mut pos, self.clock.now);
-            if pos > before {
+            // (Frames that bring no request on, PING, SETTINGS,
+            // WINDOW_UPDATE, PRIORITY and types the protocol ignores, are
+            // read on to a stall: they do not restart the connection's
+            // timers, or a client that sends them held an idle
+            // connection, or a stalled one, for ever.)
+            if pos > before && !matches!(event, H2Event::Stall) {
                 c.life.touch(self.clock.now);
             }
             match event {
