@@ -705,15 +705,12 @@ impl Worker {
                 }
                 #[cfg(feature = "http2")]
                 Proto::H2(h2) => {
-                    // An HTTP/2 connection is idle when no stream is open
-                    // (one whose socket takes nothing is timed out above,
-                    // as `blocked`; an answer that waits for a window,
-                    // below).
+                    let now = self.clock.now;
                     // A header block begun and not whole within
                     // timeouts.header closes the connection, as HTTP/1.1
                     // answers a head that does not come.
                     let head_since = h2.conn.head_since();
-                    if head_since.is_some_and(|at| self.clock.now - at >= t.header) {
+                    if head_since.is_some_and(|at| now.saturating_duration_since(at) >= t.header) {
                         let peer = c.peer.ip();
                         self.client_info(format_args!(
                             "client {peer}: an HTTP/2 header block not whole within timeouts.header"
@@ -721,6 +718,10 @@ impl Worker {
                         self.close_idle(i);
                         continue;
                     }
+                    // An HTTP/2 connection is idle when no stream is open
+                    // (one whose socket takes nothing is timed out above,
+                    // as `blocked`; an answer that waits for a window,
+                    // below).
                     let answered = h2.answers.is_empty() && h2.conn.all_answered();
                     let idle = answered && h2.conn.open_streams() == 0;
                     if idle && age >= t.keepalive {
@@ -733,8 +734,6 @@ impl Worker {
                     // nothing more for timeouts.body is closed (GOAWAY),
                     // as HTTP/1.1 closes where a body stops coming. They
                     // used to keep the connection forever.
-                    // (From the last request bytes: see `Session::body_at`.)
-                    let quiet = self.clock.now.saturating_duration_since(h2.body_at);
                     if answered && age >= t.body {
                         self.idle_timeout(i, age, t.send);
                         continue;
@@ -745,6 +744,9 @@ impl Worker {
                         h2.rest();
                         c.transport.rest();
                     }
+                    // (A body's time runs from the last request bytes: see
+                    // `Session::body_at`.)
+                    let quiet = now.saturating_duration_since(h2.body_at);
                     let Some(mut conn) = self.conns.take(i) else {
                         continue;
                     };
