@@ -506,6 +506,75 @@ fn copy_files_and_trees_with_depth_and_overwrite() {
     assert_eq!(names(&dav), ["d", "d2", "d3", "f", "f copy", "g"]);
 }
 
+/// COPY, MOVE, DELETE and MKCOL are made off the event loop (a COPY of
+/// a film took the worker seconds, every other client of it waiting):
+/// while one waits for the disk, here for the lock of the sidecar store
+/// it writes (which this test holds, as another brisk process would),
+/// the same worker (the only one) answers another client; once the lock
+/// is free, each ends as before, with its answer and its change.
+#[test]
+fn a_change_waiting_for_the_disk_keeps_no_other_client_waiting() {
+    use std::os::fd::AsRawFd;
+    let files: &[(&str, &[u8])] = &[("f", b"one"), ("g", b"two"), ("d/h", b"three")];
+    let (s, dav) = start("properties = \"sidecar\"\n", files);
+    let flock = |dir: &Path| {
+        let f = fs::File::open(dir).unwrap();
+        // SAFETY: an open descriptor.
+        assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+        f
+    };
+    // (Which store each writes: the destination's collection for a
+    // COPY, the source's for a MOVE and a DELETE.)
+    let changes = [
+        ("COPY", "/dav/f", "Destination: /dav/d/f2\r\n", "d", 201),
+        ("MOVE", "/dav/g", "Destination: /dav/d/g2\r\n", "", 201),
+        ("DELETE", "/dav/d/h", "", "d", 204),
+    ];
+    for (method, path, extra, store, status) in changes {
+        let held = flock(&dav.join(store));
+        let mut c = s.connect();
+        c.send(format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n{extra}\r\n").as_bytes());
+        let other = send(&s, "GET", "/dav/f", b"");
+        assert_eq!(other.status, 200, "{method}: {}", other.head);
+        drop(held);
+        let r = c.response();
+        assert_eq!(r.status, status, "{method}: {}", r.head);
+    }
+    assert_eq!(fs::read(dav.join("d/f2")).unwrap(), b"one");
+    assert_eq!(fs::read(dav.join("d/g2")).unwrap(), b"two");
+    assert_eq!(names(&dav.join("d")), ["f2", "g2"]);
+    assert_eq!(names(&dav), ["d", "f"]);
+}
+
+/// A change that takes longer than `timeouts.handler` (a COPY of a
+/// large tree on a slow disk) is answered when it is made: its thread's
+/// work is the server's own, and a 504 would not stop it.
+#[test]
+fn a_change_longer_than_the_handler_timeout_is_answered_when_made() {
+    use std::os::fd::AsRawFd;
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    fs::create_dir_all(dav.join("d")).unwrap();
+    fs::write(dav.join("f"), b"one").unwrap();
+    b.config(&format!(
+        "[timeouts]\nhandler = \"1s\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n\
+         properties = \"sidecar\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let held = fs::File::open(dav.join("d")).unwrap();
+    // SAFETY: an open descriptor.
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let mut c = s.connect();
+    c.send(b"COPY /dav/f HTTP/1.1\r\nHost: localhost\r\nDestination: /dav/d/f\r\n\r\n");
+    // (Past the timeout and the sweep that would see it.)
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    drop(held);
+    let r = c.response();
+    assert_eq!(r.status, 201, "{}", r.head);
+    assert_eq!(fs::read(dav.join("d/f")).unwrap(), b"one");
+}
+
 /// A destination that is the source by another name (a hard link here;
 /// another spelling where names are matched without regard to case: see
 /// `webdav_fuse`) is never removed first: COPY is 403, MOVE leaves the

@@ -952,6 +952,7 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
                 })),
                 length: Some(meta.size),
                 label: format!("static file {}", String::from_utf8_lossy(&s.path)),
+                patient: false,
             })),
             close: false,
         };

@@ -429,6 +429,10 @@ pub struct Streamed {
     pub length: Option<u64>,
     /// Names the handler in log lines (`handler at /api/`).
     pub label: String,
+    /// A later answer that waits however long its thread takes, with no
+    /// `timeouts.handler`: the server's own work (a WebDAV change, a
+    /// PUT's end), which a 504 would not stop.
+    pub patient: bool,
 }
 
 /// What a local stream is asked for at a time.
@@ -460,6 +464,7 @@ impl Streamed {
                 channel,
                 early_headers: headers.to_vec(),
                 label: self.label,
+                patient: self.patient,
                 started: false,
                 held: Given::default(),
             }),
@@ -588,6 +593,8 @@ struct LaterBody {
     /// rules.
     early_headers: Vec<u8>,
     label: String,
+    /// No idle timeout (see [`Streamed::patient`]).
+    patient: bool,
     /// Its head was given.
     started: bool,
     /// Taken from the thread and not given on yet.
@@ -597,6 +604,13 @@ struct LaterBody {
 impl Produce for LaterBody {
     fn label(&self) -> &str {
         &self.label
+    }
+
+    fn idle_timeout(&self, handler: std::time::Duration) -> std::time::Duration {
+        match self.patient {
+            true => std::time::Duration::MAX,
+            false => handler,
+        }
     }
 
     fn next(&mut self, _room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
@@ -681,6 +695,7 @@ mod tests {
             source: Source::Local(Box::new(script)),
             length,
             label: "handler at /s/".into(),
+            patient: false,
         };
         streamed.producer(Status::OK, b"X-A: 1\r\n")
     }
@@ -768,6 +783,7 @@ mod tests {
             source: Source::Later(Awaited::new(channel)),
             length: None,
             label: "handler at /l/".into(),
+            patient: false,
         };
         (later, streamed.producer(Status::OK, b"X-E: 1\r\n"), poll)
     }

@@ -282,7 +282,7 @@ pub struct Router {
     upstream_pool: crate::handlers::proxy::pool::Shared,
     /// Each site's `[[webdav]]` rules, by site.
     #[cfg(feature = "webdav")]
-    webdav: Vec<Vec<crate::handlers::webdav::Dav>>,
+    webdav: Vec<Vec<std::sync::Arc<crate::handlers::webdav::Dav>>>,
 }
 
 /// What the stages of one site hold.
@@ -860,6 +860,7 @@ impl Router {
                 source,
                 length,
                 label: label(),
+                patient: false,
             }))
         };
         let body = match answer {

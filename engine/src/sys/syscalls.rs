@@ -217,6 +217,8 @@ pub const PIPES: &[libc::c_long] = &[libc::SYS_pipe2, libc::SYS_splice];
 /// (`link` puts back a lock broken by mistake).
 pub const STORAGE: &[libc::c_long] = &[
     libc::SYS_fsync,
+    // (A WebDAV COPY's files, copied by the kernel: `webdav::copymove`.)
+    libc::SYS_copy_file_range,
     libc::SYS_rename,
     libc::SYS_renameat,
     libc::SYS_renameat2,

@@ -30,6 +30,7 @@ use crate::offload::{Job, Offload};
 use crate::sys::dir::{Dir, Staged};
 use crate::sys::fs::{Kind, Meta};
 
+mod change;
 mod copymove;
 pub mod ifheader;
 mod listings;
@@ -42,7 +43,7 @@ mod sidecar;
 pub mod xml;
 
 pub use crate::http::path::destination;
-pub use copymove::{transfer, Transfer};
+pub use change::{make_later, Change};
 pub use listings::changed;
 pub use lock::{
     asked as lockinfo, container, forget, guard, is_collection, is_new, lock, trim, unlock,

@@ -300,6 +300,7 @@ pub fn propfind(
                 })),
                 length: None,
                 label: "webdav PROPFIND".to_string(),
+                patient: false,
             })),
             close: false,
         };

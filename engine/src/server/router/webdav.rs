@@ -8,7 +8,7 @@ use crate::ascii::IgnoreCase;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
 use crate::handlers::stream::{Awaited, Channel, Later, Source, Streamed};
-use crate::handlers::webdav::{self, Bodied, Changed, Dav, Put, Started, Transfer};
+use crate::handlers::webdav::{self, Bodied, Change, Changed, Dav, Put, Started};
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
 use crate::http::range::parse_content_range;
@@ -153,14 +153,20 @@ impl Router {
                     }
                 }
             }
-            b"MKCOL" => webdav::mkcol(dav, &rel, req.body()),
+            b"MKCOL" => {
+                let change = Change::Mkcol {
+                    rel,
+                    framing: req.body(),
+                };
+                return Step::Answer(self.change_later(dav, change, routing));
+            }
             b"DELETE" => {
-                let depth = req.header("Depth");
-                let plan = webdav::delete(dav, &rel, depth, &webdav::href(&s.path), s);
-                if plan.status == Status::NO_CONTENT {
-                    webdav::forget(dav, &rel);
-                }
-                plan
+                let change = Change::Delete {
+                    href: webdav::href(&s.path),
+                    rel,
+                    depth: req.header("Depth").map(<[u8]>::to_vec),
+                };
+                return Step::Answer(self.change_later(dav, change, routing));
             }
             b"LOCK" if dav.rule.locks => match req.body() {
                 BodyFraming::None | BodyFraming::Length(0) => {
@@ -201,26 +207,15 @@ impl Router {
                 _ => return Step::Defer(bodied(i, skip, Bodied::Proppatch)),
             },
             b"COPY" | b"MOVE" => {
-                let t = Transfer {
+                let change = Change::Transfer {
                     moving: method == b"MOVE",
-                    from: &rel,
-                    destination: req.header("Destination"),
-                    host: req.host(),
-                    depth: req.header("Depth"),
-                    overwrite: req.header("Overwrite"),
+                    from: rel,
+                    to_href: webdav::href(&to),
+                    to: to.split_off(to_skip),
+                    depth: req.header("Depth").map(<[u8]>::to_vec),
+                    overwrite: req.header("Overwrite").map(<[u8]>::to_vec),
                 };
-                let plan = webdav::transfer(dav, &t, &to[to_skip..], &webdav::href(&to), s);
-                if matches!(plan.status.0, 201 | 204) {
-                    let to = webdav::trim(&to[to_skip..]);
-                    webdav::follow_props(dav, webdav::trim(&rel), Some(to), !t.moving);
-                    // (Its dead properties went along: the destination's
-                    // collection lists them.)
-                    webdav::mark_collection(dav, to, false);
-                }
-                if t.moving && matches!(plan.status.0, 201 | 204) {
-                    webdav::forget(dav, &rel);
-                }
-                plan
+                return Step::Answer(self.change_later(dav, change, routing));
             }
             _ => {
                 s.header("Allow", dav.allow());
@@ -242,20 +237,16 @@ impl Router {
     /// Ends PUT `put`, whose body is all in `body`, off the event loop
     /// (`webdav::end_put`): its answer comes later, as a handler's can.
     pub(super) fn finish_put(&self, put: Box<Put>, body: Spool, routing: &mut Routing<'_>) -> Plan {
-        let mut wake = self.wake.clone();
-        wake.conn = routing.client.conn;
-        let channel = Arc::new(Channel::default());
-        webdav::end_put(put, body, Later::new(Arc::clone(&channel), wake));
-        let path = String::from_utf8_lossy(routing.req.path().unwrap_or_default());
-        Plan {
-            status: Status::OK,
-            body: Body::Stream(Box::new(Streamed {
-                source: Source::Later(Awaited::new(channel)),
-                length: None,
-                label: format!("webdav: PUT {path}"),
-            })),
-            close: false,
-        }
+        later(self, routing, |later| webdav::end_put(put, body, later))
+    }
+
+    /// Makes `change` in `dav`'s tree off the event loop
+    /// (`webdav::make_later`): its answer comes later.
+    fn change_later(&self, dav: &Arc<Dav>, change: Change, routing: &mut Routing<'_>) -> Plan {
+        let dav = Arc::clone(dav);
+        later(self, routing, |later| {
+            webdav::make_later(dav, change, later)
+        })
     }
 }
 
@@ -315,6 +306,28 @@ impl Router {
     }
 }
 
+/// The answer to `routing`'s request that `start`, handed its [`Later`],
+/// gives from another thread, however long that takes (`patient`: the
+/// server's own work on its disk).
+fn later(router: &Router, routing: &mut Routing<'_>, start: impl FnOnce(Later)) -> Plan {
+    let mut wake = router.wake.clone();
+    wake.conn = routing.client.conn;
+    let channel = Arc::new(Channel::default());
+    start(Later::new(Arc::clone(&channel), wake));
+    let path = String::from_utf8_lossy(routing.req.path().unwrap_or_default());
+    let method = String::from_utf8_lossy(routing.req.method_token());
+    Plan {
+        status: Status::OK,
+        body: Body::Stream(Box::new(Streamed {
+            source: Source::Later(Awaited::new(channel)),
+            length: None,
+            label: format!("webdav: {method} {path}"),
+            patient: true,
+        })),
+        close: false,
+    }
+}
+
 /// Waits for the whole body of a PROPFIND or PROPPATCH (`what`) by rule
 /// `rule`, whose prefix is `skip` bytes.
 fn bodied(rule: usize, skip: usize, what: Bodied) -> Deferred {
@@ -329,7 +342,7 @@ fn bodied(rule: usize, skip: usize, what: Bodied) -> Deferred {
 /// Apache answers for another repository; and no dotfile unless
 /// `[static] dotfiles` allows them.
 fn destination(
-    (rules, i): (&[Dav], usize),
+    (rules, i): (&[Arc<Dav>], usize),
     value: Option<&[u8]>,
     host: Option<&[u8]>,
     to: &mut Vec<u8>,
@@ -387,20 +400,22 @@ fn changes<'a>(dav: &Dav, method: &[u8], rel: &'a [u8], to: &'a [u8]) -> Vec<Cha
 
 /// Each site's `[[webdav]]` rules in a worker, by site; their files take
 /// cache keys after every site's.
-pub(super) fn rules(files: &crate::server::sites::SiteFiles) -> std::io::Result<Vec<Vec<Dav>>> {
+pub(super) fn rules(
+    files: &crate::server::sites::SiteFiles,
+) -> std::io::Result<Vec<Vec<Arc<Dav>>>> {
     let cfg = &files[0].cfg;
     let mut key = files.len();
     let mut out = Vec::with_capacity(files.len());
     for (i, site) in crate::config::SiteConfig::all(cfg).enumerate() {
         let mut dav = Vec::with_capacity(site.webdav.len());
         for rule in &site.webdav {
-            dav.push(Dav::new(
-                std::sync::Arc::clone(cfg),
+            dav.push(Arc::new(Dav::new(
+                Arc::clone(cfg),
                 i,
                 rule,
-                std::sync::Arc::clone(files[i].protected()),
+                Arc::clone(files[i].protected()),
                 key,
-            )?);
+            )?));
             key += 1;
         }
         out.push(dav);
