@@ -506,12 +506,13 @@ fn copy_files_and_trees_with_depth_and_overwrite() {
     assert_eq!(names(&dav), ["d", "d2", "d3", "f", "f copy", "g"]);
 }
 
-/// COPY, MOVE, DELETE and MKCOL are made off the event loop (a COPY of
-/// a film took the worker seconds, every other client of it waiting):
-/// while one waits for the disk, here for the lock of the sidecar store
-/// it writes (which this test holds, as another brisk process would),
-/// the same worker (the only one) answers another client; once the lock
-/// is free, each ends as before, with its answer and its change.
+/// COPY, MOVE, DELETE, MKCOL and PROPPATCH are made off the event loop
+/// (a COPY of a film took the worker seconds, every other client of it
+/// waiting): while one waits for the disk, here for the lock of the
+/// sidecar store it writes (which this test holds, as another brisk
+/// process would), the same worker (the only one) answers another
+/// client; once the lock is free, each ends as before, with its answer
+/// and its change.
 #[test]
 fn a_change_waiting_for_the_disk_keeps_no_other_client_waiting() {
     use std::os::fd::AsRawFd;
@@ -523,17 +524,28 @@ fn a_change_waiting_for_the_disk_keeps_no_other_client_waiting() {
         assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
         f
     };
+    let patch = "<?xml version=\"1.0\"?><D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\">\
+                 <D:set><D:prop><Z:color>red</Z:color></D:prop></D:set></D:propertyupdate>";
     // (Which store each writes: the destination's collection for a
-    // COPY, the source's for a MOVE and a DELETE.)
+    // COPY, the source's for a MOVE and a DELETE, the resource's
+    // collection for a PROPPATCH.)
     let changes = [
-        ("COPY", "/dav/f", "Destination: /dav/d/f2\r\n", "d", 201),
-        ("MOVE", "/dav/g", "Destination: /dav/d/g2\r\n", "", 201),
-        ("DELETE", "/dav/d/h", "", "d", 204),
+        ("COPY", "/dav/f", "Destination: /dav/d/f2\r\n", "", "d", 201),
+        ("MOVE", "/dav/g", "Destination: /dav/d/g2\r\n", "", "", 201),
+        ("DELETE", "/dav/d/h", "", "", "d", 204),
+        ("PROPPATCH", "/dav/f", "", patch, "", 207),
     ];
-    for (method, path, extra, store, status) in changes {
+    for (method, path, extra, body, store, status) in changes {
         let held = flock(&dav.join(store));
         let mut c = s.connect();
-        c.send(format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n{extra}\r\n").as_bytes());
+        let length = body.len();
+        c.send(
+            format!(
+                "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{extra}\
+                 Content-Length: {length}\r\n\r\n{body}"
+            )
+            .as_bytes(),
+        );
         let other = send(&s, "GET", "/dav/f", b"");
         assert_eq!(other.status, 200, "{method}: {}", other.head);
         drop(held);
@@ -543,7 +555,8 @@ fn a_change_waiting_for_the_disk_keeps_no_other_client_waiting() {
     assert_eq!(fs::read(dav.join("d/f2")).unwrap(), b"one");
     assert_eq!(fs::read(dav.join("d/g2")).unwrap(), b"two");
     assert_eq!(names(&dav.join("d")), ["f2", "g2"]);
-    assert_eq!(names(&dav), ["d", "f"]);
+    let found = propfind(&s, "/dav/f", "0", "");
+    assert!(found.text().contains(">red</"), "{}", found.text());
 }
 
 /// A change that takes longer than `timeouts.handler` (a COPY of a

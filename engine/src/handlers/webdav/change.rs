@@ -1,7 +1,8 @@
-//! COPY, MOVE, DELETE and MKCOL made off the event loop: each may take
-//! as long as the disk takes (a COPY of a film reads and writes all of
-//! it; a DELETE frees every block of what it removes; a sync waits for
-//! the disk), and every other connection of the worker would wait for
+//! COPY, MOVE, DELETE, MKCOL and PROPPATCH made off the event loop:
+//! each may take as long as the disk takes (a COPY of a film reads and
+//! writes all of it; a DELETE frees every block of what it removes; a
+//! sync waits for the disk, and the sidecar store of dead properties
+//! syncs at each change, a PROPPATCH's too), and every other connection of the worker would wait for
 //! it. The router checks the request (locks, preconditions, where the
 //! `Destination` points) on the loop, then hands the change to one of
 //! the [`CHANGING`] threads, which answers through a [`Later`], as a
@@ -9,7 +10,8 @@
 
 use std::sync::Arc;
 
-use super::{changed, copymove, follow_props, forget, mark_collection, trim, Dav};
+use super::props::Op;
+use super::{changed, copymove, follow_props, forget, mark_collection, proppatch, trim, Dav};
 use crate::handlers::stream::Later;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::BodyFraming;
@@ -41,6 +43,15 @@ pub enum Change {
         href: Vec<u8>,
         /// The request's `Depth`.
         depth: Option<Vec<u8>>,
+    },
+    /// PROPPATCH (RFC 4918 §9.2), its body read.
+    Proppatch {
+        /// Whose properties, relative to the root.
+        rel: Vec<u8>,
+        /// Its href, as the 207 names it.
+        href: Vec<u8>,
+        /// What to set and remove, in order.
+        ops: Vec<Op>,
     },
     /// MKCOL (RFC 4918 §9.3).
     Mkcol {
@@ -89,6 +100,7 @@ impl Change {
                 }
                 plan
             }
+            Change::Proppatch { rel, href, ops } => proppatch(dav, rel, href, ops, s),
             Change::Mkcol { rel, framing } => super::mkcol(dav, rel, *framing),
         };
         // (Made: no listing kept from before serves.)

@@ -293,7 +293,10 @@ impl Router {
                 None => webdav::bare(Status::BAD_REQUEST),
             },
             Bodied::Proppatch => match webdav::proppatch_ops(&bytes) {
-                Some(ops) => webdav::proppatch(dav, &rel, &href, &ops, s),
+                Some(ops) => {
+                    let change = Change::Proppatch { rel, href, ops };
+                    return self.change_later(dav, change, routing);
+                }
                 None => webdav::bare(Status::BAD_REQUEST),
             },
             Bodied::Lock => webdav::lock(dav, &rel, &href, routing.req, Some(&bytes), s),
