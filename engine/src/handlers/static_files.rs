@@ -654,10 +654,11 @@ fn negotiate(
 
 /// Whether the file `name` is a `.svgz` (any case): SVG gzipped, served
 /// with `Content-Encoding: gzip` as nginx and Apache users configure it.
+/// (Every static answer asks: byte by byte, `| 0x20` folding only `S`
+/// and `s` onto `s`, and so on, with no call.)
 fn svgz(name: &[u8]) -> bool {
-    let at = name.len().wrapping_sub(5);
-    name.get(at..)
-        .is_some_and(|ext| ext.eq_ignore_case(b".svgz"))
+    matches!(name, [.., b'.', s, v, g, z]
+        if (s | 0x20, v | 0x20, g | 0x20, z | 0x20) == (b's', b'v', b'g', b'z'))
 }
 
 /// Puts a compressed variant of the identity file in `chosen` when the
@@ -1212,7 +1213,23 @@ fn own_name(own: &[u8], rel: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::own_name;
+    use super::{own_name, svgz};
+
+    #[test]
+    fn svgz_is_the_extension_in_any_case_and_nothing_near_it() {
+        for name in ["/a.svgz", "/a.SVGZ", "/b/.x.SvGz", ".svgz"] {
+            assert!(svgz(name.as_bytes()), "{name}");
+        }
+        let near = [
+            "/a.svg", "/asvgz", "/a.svgzz", "/a.svgy", "/a,svgz", "/a.3vgz", "vgz", "",
+        ];
+        for name in near {
+            assert!(!svgz(name.as_bytes()), "{name}");
+        }
+        // (`| 0x20` folds no other byte onto a letter here.)
+        assert!(!svgz(b"/a.\xd3VGZ"));
+        assert!(!svgz(b"/a.\x13vgz"));
+    }
 
     #[test]
     fn an_own_file_and_the_copies_tools_name_after_it() {
