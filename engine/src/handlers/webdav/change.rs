@@ -2,11 +2,11 @@
 //! each may take as long as the disk takes (a COPY of a film reads and
 //! writes all of it; a DELETE frees every block of what it removes; a
 //! sync waits for the disk, and the sidecar store of dead properties
-//! syncs at each change, a PROPPATCH's too), and every other connection of the worker would wait for
-//! it. The router checks the request (locks, preconditions, where the
-//! `Destination` points) on the loop, then hands the change to one of
-//! the [`CHANGING`] threads, which answers through a [`Later`], as a
-//! PUT's end does (`super::end_put`).
+//! syncs at each change, a PROPPATCH's too), and every other connection
+//! of the worker would wait for it. The router checks the request
+//! (locks, preconditions, where the `Destination` points) on the loop,
+//! then hands the change to one of the [`CHANGING`] threads, which
+//! answers through a [`Later`], as a PUT's end does (`super::end_put`).
 
 use std::sync::Arc;
 
