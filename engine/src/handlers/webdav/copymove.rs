@@ -325,7 +325,7 @@ fn copy_file(
 /// Copies all of `from` into `to`: between two files by the kernel
 /// (`copy_file_range(2)`, through the standard library's `io::copy`): no
 /// byte passes through brisk, and a filesystem that can share blocks
-/// (XFS, Btrfs) shares them instead of copying; where the call cannot
+/// (XFS with reflink, Btrfs) shares them instead of copying; where the call cannot
 /// serve (another filesystem beneath the root, FUSE), by reads and
 /// writes of 64 KiB (few calls where each is a round trip to a FUSE
 /// driver).
