@@ -2,9 +2,11 @@
 //! take jobs from one queue and run each with the pool's function (which
 //! hands the outcome back to the worker that asked, and wakes it).
 //!
-//! Two pools use it: password hashing ([`crate::access::verify`]) and,
-//! with `webdav`, the end of a PUT (its `fsync`s and rename, which wait
-//! on the disk for milliseconds, seconds on a slow card).
+//! Its pools: password hashing ([`crate::access::verify`]), listings
+//! not kept ([`crate::handlers::listings`]) and, with `webdav`, the end
+//! of a PUT (its `fsync`s and rename, which wait on the disk for
+//! milliseconds, seconds on a slow card) and the other changes
+//! (`handlers::webdav::change`).
 
 use crate::channel::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -1191,6 +1191,15 @@ impl Client {
         );
     }
 
+    /// Whether nothing the server sent waits to be read (not yet
+    /// answered, for one), without waiting.
+    pub fn nothing_came(&self) -> bool {
+        self.stream.set_nonblocking(true).expect("nonblocking");
+        let peeked = self.stream.peek(&mut [0u8; 1]);
+        self.stream.set_nonblocking(false).expect("blocking");
+        matches!(peeked, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
     /// Reads more bytes; returns false at end of stream (or reset).
     fn fill(&mut self) -> bool {
         if self.eof {

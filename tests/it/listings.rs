@@ -609,3 +609,38 @@ fn a_listing_reads_at_most_autoindex_max_entries() {
     assert_eq!(rows(&ten).len(), 11, "{ten}");
     assert!(!ten.contains("Cut short"), "{ten}");
 }
+
+/// A listing that is not kept is made off the event loop: a directory of
+/// 100,000 entries takes a quarter of a second to read and render here,
+/// seconds on a cold or slow disk (a router's USB drive), and the worker
+/// answers its other clients meanwhile. (Made on the loop, it held them
+/// until its page was written: the small file's answer came after it.)
+#[test]
+fn a_listing_being_made_keeps_no_other_client_waiting() {
+    let mut b = Builder::new();
+    let big = b.root().join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..100_000 {
+        std::fs::File::create(big.join(format!("f{i:06}"))).unwrap();
+    }
+    b.file("small.txt", b"small");
+    b.config("[static]\nautoindex = true\nautoindex_max_entries = 0\n");
+    let s = b.start();
+    let mut slow = s.connect();
+    // (A loaded machine, the whole suite running, may take seconds.)
+    let patient = Some(std::time::Duration::from_secs(60));
+    slow.stream.set_read_timeout(patient).unwrap();
+    slow.send(b"GET /big/ HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    slow.wait_until_read();
+    let small = s.get("/small.txt");
+    assert_eq!(small.status, 200);
+    assert_eq!(small.body, b"small");
+    assert!(
+        slow.nothing_came(),
+        "the listing came before the small file"
+    );
+    let listing = slow.response();
+    assert_eq!(listing.status, 200, "{}", listing.head);
+    assert_eq!(rows(&listing.text()).len(), 100_001);
+    assert!(listing.text().contains("<a href=\"f099999\">"));
+}

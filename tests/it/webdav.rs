@@ -559,6 +559,40 @@ fn a_change_waiting_for_the_disk_keeps_no_other_client_waiting() {
     assert!(found.text().contains(">red</"), "{}", found.text());
 }
 
+/// A PROPFIND of a collection's members is made off the event loop: one
+/// of 100,000 members takes a quarter of a second to list here (a
+/// `statx` each), seconds on a cold or slow disk, and the worker answers
+/// its other clients meanwhile; its document is then written as the
+/// client takes it, as before.
+#[test]
+fn a_propfind_being_listed_keeps_no_other_client_waiting() {
+    let (s, dav) = start("", &[("f", b"one")]);
+    fs::create_dir(dav.join("big")).unwrap();
+    for i in 0..100_000 {
+        fs::File::create(dav.join(format!("big/m{i:06}"))).unwrap();
+    }
+    let mut slow = s.connect();
+    // (A loaded machine, the whole suite running, may take seconds.)
+    let patient = Some(std::time::Duration::from_secs(60));
+    slow.stream.set_read_timeout(patient).unwrap();
+    slow.send(b"PROPFIND /dav/big/ HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\r\n");
+    slow.wait_until_read();
+    let other = send(&s, "GET", "/dav/f", b"");
+    assert_eq!(other.status, 200, "{}", other.head);
+    assert!(slow.nothing_came(), "the PROPFIND came before the GET");
+    let found = slow.response();
+    assert_eq!(found.status, 207, "{}", found.head);
+    assert_eq!(found.header("transfer-encoding"), Some("chunked"));
+    let text = found.text();
+    assert_eq!(text.matches("<D:response>").count(), 100_001);
+    assert!(text.contains("<D:href>/dav/big/m099999</D:href>"));
+    assert!(
+        text.ends_with("</D:multistatus>\n"),
+        "{}",
+        &text[text.len() - 100..]
+    );
+}
+
 /// A change that takes longer than `timeouts.handler` (a COPY of a
 /// large tree on a slow disk) is answered when it is made: its thread's
 /// work is the server's own, and a 504 would not stop it.

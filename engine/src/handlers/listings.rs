@@ -21,12 +21,45 @@
 //!
 //! Each [`Shelf`] is shared by the workers (one lock, held to look up or
 //! store an `Arc`) and bounded: so many values, so many bytes in all.
+//!
+//! What is not kept is made off the event loop, on the [`LISTING`]
+//! threads ([`off_loop`]): reading a directory takes a `statx` a member,
+//! seconds for a large one on a cold or slow disk (a router's USB
+//! drive), and rendering it tens of milliseconds more, which every other
+//! connection of the worker would wait for.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::offload::{Job, Offload};
 use crate::sys::fs::Meta;
+
+/// Threads that make listings ([`LISTING_THREADS`] of them, shared by
+/// every worker, started by the first listing not kept); more wait their
+/// turn, so that many asked at once take that many threads' time, not
+/// the workers'.
+static LISTING: Offload<Listed> = Offload::new("brisk-list", LISTING_THREADS);
+
+/// How many listings are made at once (see [`LISTING`]).
+pub const LISTING_THREADS: usize = 2;
+
+/// A listing to make, and answer with.
+struct Listed(Box<dyn FnOnce() + Send>);
+
+impl Job for Listed {
+    fn run(self) {
+        (self.0)();
+    }
+}
+
+/// Runs `make` (which answers its request) on one of the [`LISTING`]
+/// threads (here, if none can be started).
+pub fn off_loop(make: impl FnOnce() + Send + 'static) {
+    if let Err(listed) = LISTING.submit(Listed(Box::new(make))) {
+        listed.run();
+    }
+}
 
 /// Bumped by each change brisk makes to a tree, once made.
 static GENERATION: AtomicU64 = AtomicU64::new(0);

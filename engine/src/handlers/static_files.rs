@@ -3,6 +3,7 @@
 
 use crate::ascii::IgnoreCase;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use super::autoindex::View;
@@ -12,7 +13,7 @@ use super::compress;
 use super::file_cache::{Entry, FileCache};
 use super::protected::Protected;
 use super::refusal::lookup_status;
-use super::stream::{BodyStream, Source as StreamSource, Streamed};
+use super::stream::{BodyStream, Later, Source as StreamSource, Streamed};
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
 use crate::config::{Config, Dotfiles, SiteConfig};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
@@ -39,7 +40,7 @@ pub struct StaticFiles {
     pub cfg: Arc<Config>,
     /// Which of its sites (0: the default site; see [`Config::site`]).
     pub site: usize,
-    root: Root,
+    root: Arc<Root>,
     mime: MimeTable,
     /// The files that are CGI programs: their source is never served.
     programs: Programs,
@@ -47,7 +48,7 @@ pub struct StaticFiles {
     protected: Arc<Protected>,
     /// Their paths beneath this tree (relative, without a leading `/`):
     /// refused by name too, with their siblings (see [`own_name`]).
-    own_names: Box<[Box<[u8]>]>,
+    own_names: Arc<[Box<[u8]>]>,
     /// Compressed variants of files (`[compress]`), when enabled.
     #[cfg(feature = "compress")]
     variants: Option<compress::cache::Variants>,
@@ -101,11 +102,11 @@ impl StaticFiles {
         Ok(StaticFiles {
             cfg,
             site,
-            root,
+            root: Arc::new(root),
             mime,
             programs,
             protected,
-            own_names,
+            own_names: own_names.into(),
             #[cfg(feature = "compress")]
             variants,
         })
@@ -136,7 +137,18 @@ impl StaticFiles {
     /// brisk itself reads, or of a sibling of one (see [`own_name`]).
     #[inline]
     fn own_path(&self, rel: &[u8]) -> bool {
-        !self.own_names.is_empty() && self.own_names.iter().any(|n| own_name(n, rel))
+        own_path(&self.own_names, rel)
+    }
+
+    /// What lists its directories on another thread.
+    fn lister(&self) -> Lister {
+        Lister {
+            cfg: Arc::clone(&self.cfg),
+            site: self.site,
+            root: Arc::clone(&self.root),
+            protected: Arc::clone(&self.protected),
+            own_names: Arc::clone(&self.own_names),
+        }
     }
 
     /// A line for whoever starts brisk when `/` can only answer 403 (what a
@@ -505,15 +517,18 @@ fn serve_dir(
     };
     // The page is shared by the requests for this directory while it is
     // unchanged (see `autoindex::pages`): each answer only points at it.
+    // One not kept is made off the event loop (see `handlers::listings`),
+    // the directory opened here, so that one that cannot be read is
+    // refused as any file is.
     let age = files.site().static_files.open_file_cache_valid;
     let key = autoindex::pages::Key::new(&files.cfg, files.site, &dir, &s.path, view);
-    let rendered = autoindex::pages::page(key.clone(), &files.cfg, &dir, age, || {
-        render_listing(files, s, &view)
-    });
-    #[allow(unused_mut)]
-    let mut body = match rendered {
-        Ok(body) => body,
-        Err(e) => return lookup_failed(&e, s),
+    let kept = autoindex::pages::kept(&key, &dir, age);
+    let fd = match kept {
+        Some(_) => None,
+        None => match files.root.open_dir(&s.rel) {
+            Ok(fd) => Some(fd),
+            Err(e) => return lookup_failed(&e, s),
+        },
     };
     s.header(
         "Content-Type",
@@ -526,6 +541,10 @@ fn serve_dir(
         s.header("Vary", b"Accept");
     }
     apply_header_rules(files, s);
+    let Some(page) = kept else {
+        let accept = req.field(Field::AcceptEncoding).map(<[u8]>::to_vec);
+        return Listed::plan(files, s, fd, (view, dir, key), Coding::Undecided(accept));
+    };
     // A listing is compressed as a handler's whole body is (nginx's
     // `gzip` takes its autoindex pages too): one of /usr/share/doc is
     // 97 KB of HTML, about 10 once gzipped. Once per coding, too.
@@ -533,24 +552,26 @@ fn serve_dir(
     {
         let cfg = &files.site().compress;
         let accept = req.field(Field::AcceptEncoding);
-        let len = Some(body.len() as u64);
+        let len = Some(page.len() as u64);
         if let Some(coding) = compress::stream::decide(cfg, accept, 200, &mut s.headers, len) {
-            let identity = Arc::clone(&body);
             let coded = key.coded(coding.index());
-            let compressed = autoindex::pages::page(coded, &files.cfg, &dir, age, || {
-                let mut z = identity.to_vec();
-                compress::stream::whole_with(cfg, coding, &mut z);
-                Ok(z)
-            });
-            // (In memory it cannot fail.)
-            body = compressed.unwrap_or(identity);
+            let Some(page) = autoindex::pages::kept(&coded, &dir, age) else {
+                let what = (view, dir, key);
+                return Listed::plan(files, s, None, what, Coding::Decided(page, coding));
+            };
+            return page_plan(page);
         }
     }
-    let len = body.len() as u64;
+    page_plan(page)
+}
+
+/// The answer with listing `page`, made or kept.
+fn page_plan(page: Arc<[u8]>) -> Plan {
+    let len = page.len() as u64;
     Plan {
         status: Status::OK,
         body: Body::File {
-            src: super::file_cache::Source::Mem(body),
+            src: super::file_cache::Source::Mem(page),
             offset: 0,
             len,
         },
@@ -558,15 +579,157 @@ fn serve_dir(
     }
 }
 
-/// Lists the directory `s.rel` (at `s.path`) as `view` asks: what could
+/// What lists a tree's directories, apart from its [`StaticFiles`]: sent
+/// to the thread that makes a listing.
+struct Lister {
+    cfg: Arc<Config>,
+    site: usize,
+    root: Arc<Root>,
+    protected: Arc<Protected>,
+    own_names: Arc<[Box<[u8]>]>,
+}
+
+/// Whether a listing's page is compressed, and how.
+enum Coding {
+    /// The page is not made yet: once it is, it is compressed if its
+    /// request accepts (its `Accept-Encoding`) a coding `[compress]`
+    /// allows for its length.
+    Undecided(#[cfg_attr(not(feature = "compress"), allow(dead_code))] Option<Vec<u8>>),
+    /// The page (kept) is compressed with the coding chosen for it.
+    #[cfg(feature = "compress")]
+    Decided(Arc<[u8]>, crate::config::Coding),
+}
+
+/// A listing to make off the event loop (see `handlers::listings`), and
+/// what its answer says.
+struct Listed {
+    lister: Lister,
+    /// The directory, opened (none when the page is made already).
+    fd: Option<OwnedFd>,
+    /// The directory, beneath the tree, and the URL path it is listed at.
+    rel: Vec<u8>,
+    path: Vec<u8>,
+    view: View,
+    /// Its metadata, as stated when it was asked for.
+    dir: Meta,
+    key: autoindex::pages::Key,
+    coding: Coding,
+    /// The answer's header lines.
+    headers: Vec<u8>,
+}
+
+impl Listed {
+    /// The answer with the listing of `s.rel` (opened as `fd`) at
+    /// `s.path`, in `view`, its page under `key`, with the header lines
+    /// in `s`: it comes once the page is made.
+    fn plan(
+        files: &StaticFiles,
+        s: &mut Scratch,
+        fd: Option<OwnedFd>,
+        (view, dir, key): (View, Meta, autoindex::pages::Key),
+        coding: Coding,
+    ) -> Plan {
+        let label = format!("listing of {}", String::from_utf8_lossy(&s.path));
+        let listed = Listed {
+            lister: files.lister(),
+            fd,
+            rel: s.rel.clone(),
+            path: s.path.clone(),
+            view,
+            dir,
+            key,
+            coding,
+            headers: std::mem::take(&mut s.headers),
+        };
+        Plan {
+            status: Status::OK,
+            body: Body::Stream(Box::new(Streamed {
+                source: StreamSource::Start(Box::new(|later| {
+                    super::listings::off_loop(move || listed.make(later))
+                })),
+                length: None,
+                label,
+                patient: true,
+            })),
+            close: false,
+        }
+    }
+
+    /// Makes the page, keeps it, and answers with it through `later`.
+    fn make(self, later: Later) {
+        let l = &self.lister;
+        let age = l.cfg.site(l.site).static_files.open_file_cache_valid;
+        let (key, dir) = (&self.key, &self.dir);
+        let page = match self.coding {
+            #[cfg(feature = "compress")]
+            Coding::Decided(ref page, _) => Ok(Arc::clone(page)),
+            Coding::Undecided(_) => autoindex::pages::page(key.clone(), &l.cfg, dir, age, || {
+                let fd = self.fd.ok_or(io::ErrorKind::NotFound)?;
+                render_listing(l, fd, &self.rel, &self.path, &self.view)
+            }),
+        };
+        let page = match page {
+            Ok(page) => page,
+            // (Dropped unanswered, it is a 500 and a line in the error
+            // log: the directory was opened, so reading it failed.)
+            Err(_) => return,
+        };
+        #[cfg(not(feature = "compress"))]
+        let headers = self.headers;
+        #[cfg(feature = "compress")]
+        let mut headers = self.headers;
+        #[cfg(feature = "compress")]
+        let page = {
+            let cfg = &l.cfg.site(l.site).compress;
+            let coding = match &self.coding {
+                Coding::Decided(_, coding) => Some(*coding),
+                // (Not compressed, the head is left as it is: the engine
+                // decides the same for the answer, and says it varies.)
+                Coding::Undecided(accept) => {
+                    let len = Some(page.len() as u64);
+                    let mut coded = headers.clone();
+                    let coding =
+                        compress::stream::decide(cfg, accept.as_deref(), 200, &mut coded, len);
+                    if coding.is_some() {
+                        headers = coded;
+                    }
+                    coding
+                }
+            };
+            match coding {
+                Some(coding) => {
+                    let coded = key.coded(coding.index());
+                    let compressed = autoindex::pages::page(coded, &l.cfg, dir, age, || {
+                        let mut z = page.to_vec();
+                        compress::stream::whole_with(cfg, coding, &mut z);
+                        Ok(z)
+                    });
+                    // (In memory it cannot fail.)
+                    compressed.unwrap_or(page)
+                }
+                None => page,
+            }
+        };
+        let _ = later.answer_lines(Status::OK, headers, page.to_vec());
+    }
+}
+
+/// Lists the directory `rel` (opened as `fd`, listed at `path`) as `view` asks: what could
 /// be served of it, rendered.
-fn render_listing(files: &StaticFiles, s: &Scratch, view: &View) -> io::Result<Vec<u8>> {
-    let max = match files.site().static_files.autoindex_max_entries {
+fn render_listing(
+    l: &Lister,
+    fd: OwnedFd,
+    rel: &[u8],
+    path: &[u8],
+    view: &View,
+) -> io::Result<Vec<u8>> {
+    let st = &l.cfg.site(l.site).static_files;
+    let max = match st.autoindex_max_entries {
         0 => usize::MAX,
         n => n,
     };
-    let (entries, more) = files.root.list_dir(&s.rel, max)?;
-    let hide_dot = files.site().static_files.dotfiles != Dotfiles::Allow;
+    let (entries, more) = l.root.list_opened(fd, rel, max)?;
+    let hide_dot = st.dotfiles != Dotfiles::Allow;
     // FIFOs, sockets and devices are never served: not listed either; nor
     // are the files brisk itself reads.
     let mut list: Vec<autoindex::Entry> = entries
@@ -574,8 +737,8 @@ fn render_listing(files: &StaticFiles, s: &Scratch, view: &View) -> io::Result<V
         .filter(|(name, meta)| {
             !(hide_dot && name.starts_with(b".") || path::is_own_name(name))
                 && meta.kind != Kind::Special
-                && !files.protected.contains(meta)
-                && (files.own_names.is_empty() || !files.own_path(&[&s.rel[..], name].concat()))
+                && !l.protected.contains(meta)
+                && (l.own_names.is_empty() || !own_path(&l.own_names, &[rel, name].concat()))
         })
         .map(|(name, meta)| autoindex::Entry {
             name,
@@ -588,7 +751,7 @@ fn render_listing(files: &StaticFiles, s: &Scratch, view: &View) -> io::Result<V
     match view.format {
         autoindex::Format::Html => {
             let cut = more.then_some(max);
-            autoindex::render(&s.path, &mut list, view, cut, &mut out)
+            autoindex::render(path, &mut list, view, cut, &mut out)
         }
         autoindex::Format::Json => autoindex::json::render(&mut list, view, &mut out),
     }
@@ -1193,6 +1356,14 @@ fn own_names_beneath(cfg: &Config, tree: &std::path::Path) -> Box<[Box<[u8]>]> {
     crate::sort::sort_by(&mut names, |a, b| a.cmp(b));
     names.dedup();
     names.into()
+}
+
+/// Whether `rel` (beneath a tree) is the path of one of the files brisk
+/// itself reads there (`own_names`), or of a sibling of one (see
+/// [`own_name`]).
+#[inline]
+fn own_path(own_names: &[Box<[u8]>], rel: &[u8]) -> bool {
+    !own_names.is_empty() && own_names.iter().any(|n| own_name(n, rel))
 }
 
 /// Whether `rel` is `own` (a path beneath the tree of one of brisk's own

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::app::{check_header, InvalidHeader};
 use super::pipe::ReplyHead;
@@ -44,7 +44,7 @@ pub trait BodyStream {
 #[derive(Clone)]
 pub struct Wake {
     /// The worker's channel of connections to look at.
-    pub tx: mpsc::Sender<usize>,
+    pub tx: crate::channel::Sender<usize>,
     /// Wakes the worker's event loop.
     pub waker: Arc<mio::Waker>,
     /// The connection the answer is for.
@@ -71,6 +71,10 @@ pub struct Given {
     /// The whole body as a file and its length ([`Later::send_file`]),
     /// sent by the engine as static files are (`sendfile` when large).
     pub file: Option<(File, u64)>,
+    /// The body, to be produced on the worker thread as the client
+    /// takes it ([`Later::stream`]): given with the head.
+    #[cfg(feature = "webdav")]
+    pub stream: Option<Handed>,
     /// The answer is complete (`Some(true)`) or abandoned (`Some(false)`:
     /// dropped unanswered, or unfinished).
     pub end: Option<bool>,
@@ -101,6 +105,8 @@ impl Channel {
             head: g.head.take(),
             data: std::mem::take(&mut g.data),
             file: g.file.take(),
+            #[cfg(feature = "webdav")]
+            stream: g.stream.take(),
             end: g.end,
             gone: g.gone,
             #[cfg(feature = "webdav")]
@@ -118,6 +124,18 @@ impl Channel {
     pub fn abandon(&self) {
         lock(&self.given).gone = true;
         self.taken.notify_all();
+    }
+}
+
+/// A body made on another thread and handed to the worker, which
+/// produces it as a [`BodyStream`] of its own ([`Later::stream`]).
+#[cfg(feature = "webdav")]
+pub struct Handed(pub Box<dyn BodyStream + Send>);
+
+#[cfg(feature = "webdav")]
+impl fmt::Debug for Handed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Handed")
     }
 }
 
@@ -302,16 +320,45 @@ impl Later {
             lines.extend_from_slice(value.trim().as_bytes());
             lines.extend_from_slice(b"\r\n");
         }
-        let head = ReplyHead {
-            len: 0,
-            status,
-            reason: None,
-            headers: lines,
-            content_length: length,
-            chunked: false,
-            own: Default::default(),
-        };
-        Ok(head)
+        Ok(reply_head(status, lines, length))
+    }
+
+    /// Answers whole with header lines brisk made itself (`Name: value`
+    /// CRLF each, not checked as a handler's are) and `body`, moved in.
+    pub(crate) fn answer_lines(
+        mut self,
+        status: Status,
+        lines: Vec<u8>,
+        body: Vec<u8>,
+    ) -> Result<(), LaterError> {
+        let head = reply_head(status.0, lines, Some(body.len() as u64));
+        self.started = true;
+        self.done = true;
+        self.give(|g| {
+            g.head = Some(head);
+            g.data = body;
+            g.end = Some(true);
+        })
+    }
+
+    /// Answers with `status`, header lines brisk made itself and a body
+    /// of unknown length that the worker produces from `body` as the
+    /// client takes it (as a local stream: nothing of it waits here).
+    #[cfg(feature = "webdav")]
+    pub(crate) fn stream(
+        mut self,
+        status: Status,
+        lines: Vec<u8>,
+        body: Box<dyn BodyStream + Send>,
+    ) -> Result<(), LaterError> {
+        let head = reply_head(status.0, lines, None);
+        self.started = true;
+        self.done = true;
+        self.give(|g| {
+            g.head = Some(head);
+            g.stream = Some(Handed(body));
+            g.end = Some(true);
+        })
     }
 
     /// Sends more of the body. Waits while more than [`LATER_CAP`] bytes
@@ -408,6 +455,10 @@ pub enum Source {
     Local(Box<dyn BodyStream>),
     /// Given later by another thread.
     Later(Awaited),
+    /// To be given later by work that the router starts, handing it the
+    /// [`Later`] (a listing made off the event loop): the router makes
+    /// it a [`Source::Later`] before the answer starts.
+    Start(Box<dyn FnOnce(Later) + Send>),
 }
 
 impl fmt::Debug for Source {
@@ -415,6 +466,7 @@ impl fmt::Debug for Source {
         match self {
             Source::Local(_) => f.write_str("Local"),
             Source::Later(_) => f.write_str("Later"),
+            Source::Start(_) => f.write_str("Start"),
         }
     }
 }
@@ -438,6 +490,29 @@ pub struct Streamed {
 /// What a local stream is asked for at a time.
 const PIECE: usize = 64 * 1024;
 
+/// The body of a [`Source::Start`] that no one started: a 500.
+struct NotStarted;
+
+impl BodyStream for NotStarted {
+    fn fill(&mut self, _: &mut Vec<u8>, _: usize) -> Result<bool, String> {
+        Err("the work of a later answer was never started".into())
+    }
+}
+
+/// The head of an answer: `status`, header `lines`, the body's length if
+/// known.
+fn reply_head(status: u16, lines: Vec<u8>, length: Option<u64>) -> ReplyHead {
+    ReplyHead {
+        len: 0,
+        status,
+        reason: None,
+        headers: lines,
+        content_length: length,
+        chunked: false,
+        own: Default::default(),
+    }
+}
+
 impl Streamed {
     /// The producer that answers with it: `status` and `headers` (the
     /// handler's header lines, and `[[headers]]` rules) make a local
@@ -445,21 +520,11 @@ impl Streamed {
     /// and these lines go with it.
     pub fn producer(self, status: Status, headers: &[u8]) -> Box<dyn Produce> {
         match self.source {
-            Source::Local(body) => Box::new(LocalBody {
+            Source::Local(body) => Box::new(LocalBody::new(
                 body,
-                head: Some(ReplyHead {
-                    len: 0,
-                    status: status.0,
-                    reason: None,
-                    headers: headers.to_vec(),
-                    content_length: self.length,
-                    chunked: false,
-                    own: Default::default(),
-                }),
-                left: self.length,
-                label: self.label,
-                first: None,
-            }),
+                reply_head(status.0, headers.to_vec(), self.length),
+                self.label,
+            )),
             Source::Later(channel) => Box::new(LaterBody {
                 channel,
                 early_headers: headers.to_vec(),
@@ -467,7 +532,15 @@ impl Streamed {
                 patient: self.patient,
                 started: false,
                 held: Given::default(),
+                #[cfg(feature = "webdav")]
+                local: None,
             }),
+            // (The router starts it first: see `Router::route`.)
+            Source::Start(_) => Box::new(LocalBody::new(
+                Box::new(NotStarted),
+                reply_head(status.0, Vec::new(), None),
+                self.label,
+            )),
         }
     }
 }
@@ -490,6 +563,19 @@ impl fmt::Debug for LocalBody {
         f.debug_struct("LocalBody")
             .field("label", &self.label)
             .finish_non_exhaustive()
+    }
+}
+
+impl LocalBody {
+    /// Produces `body` after `head` (whose length, if any, it keeps to).
+    fn new(body: Box<dyn BodyStream>, head: ReplyHead, label: String) -> LocalBody {
+        LocalBody {
+            body,
+            left: head.content_length,
+            head: Some(head),
+            label,
+            first: None,
+        }
     }
 }
 
@@ -599,6 +685,10 @@ struct LaterBody {
     started: bool,
     /// Taken from the thread and not given on yet.
     held: Given,
+    /// The body the thread handed over to be produced here
+    /// ([`Later::stream`]), once its head came.
+    #[cfg(feature = "webdav")]
+    local: Option<LocalBody>,
 }
 
 impl Produce for LaterBody {
@@ -613,7 +703,12 @@ impl Produce for LaterBody {
         }
     }
 
-    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+    fn next(&mut self, room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
+        #[cfg(feature = "webdav")]
+        if let Some(local) = &mut self.local {
+            return local.next(room, buf, cx);
+        }
+        let _ = (room, &cx);
         let h = &mut self.held;
         if h.head.is_none() && h.data.is_empty() && h.file.is_none() && h.end.is_none() {
             *h = self.channel.take();
@@ -637,6 +732,13 @@ impl Produce for LaterBody {
                 head.headers = lines;
             }
             self.started = true;
+            #[cfg(feature = "webdav")]
+            if let Some(Handed(body)) = h.stream.take() {
+                let local = self
+                    .local
+                    .insert(LocalBody::new(body, head, self.label.clone()));
+                return local.next(room, buf, cx);
+            }
             // (A file comes with its head: `Later::send_file`.)
             return Gave::Head(head, h.file.take());
         }
@@ -775,7 +877,7 @@ mod tests {
     fn later() -> (Later, Box<dyn Produce>, mio::Poll) {
         let poll = mio::Poll::new().unwrap();
         let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(0)).unwrap());
-        let (tx, _rx) = mpsc::channel();
+        let (tx, _rx) = crate::channel::channel();
         let channel = Arc::new(Channel::default());
         let wake = Wake { tx, waker, conn: 3 };
         let later = Later::new(Arc::clone(&channel), wake);
@@ -819,6 +921,29 @@ mod tests {
         l.start(200, &[], None).unwrap();
         l.finish().unwrap();
         assert_eq!(run(&mut *p, &m)[1..], ["end"]);
+    }
+
+    #[cfg(feature = "webdav")]
+    #[test]
+    fn a_later_answer_may_hand_its_body_to_the_worker() {
+        let m = logs();
+        let (l, mut p, _poll) = later();
+        let body = Script(vec![Ok((b"ab", true)), Ok((b"cd", false))]);
+        l.stream(Status(207), b"X-L: 2\r\n".to_vec(), Box::new(body))
+            .unwrap();
+        assert_eq!(
+            run(&mut *p, &m),
+            [
+                "head 207 None \"X-E: 1\\r\\nX-L: 2\\r\\n\"",
+                "bytes ab",
+                "last cd"
+            ]
+        );
+        // One that fails at once is a 500, its head never sent.
+        let (l, mut p, _poll) = later();
+        let body = Script(vec![Err("no such collection".into())]);
+        l.stream(Status(207), Vec::new(), Box::new(body)).unwrap();
+        assert_eq!(run(&mut *p, &m), ["fail 500 no such collection"]);
     }
 
     #[test]

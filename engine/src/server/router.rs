@@ -51,7 +51,7 @@ use crate::handlers::fallback;
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::{self, apply_header_rules_to_handler};
-use crate::handlers::stream::{Source, Streamed, Wake};
+use crate::handlers::stream::{Awaited, Channel, Later, Source, Streamed, Wake};
 use crate::handlers::Source as FileSource;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::{BodyFraming, Header};
@@ -509,8 +509,39 @@ impl Router {
     /// Runs the chain over the request. The answer's header lines and
     /// body go to the scratch buffers, whose `path` is set to the
     /// request's path first (a stage may then extend it with an index
-    /// file name).
+    /// file name). Work that answers off the event loop
+    /// ([`Source::Start`]) is started here, handed its [`Later`].
     pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
+        let mut routed = self.run_chain(routing);
+        if let Routed::Answer(Plan {
+            body: Body::Stream(streamed),
+            ..
+        }) = &mut routed
+        {
+            self.start_later(routing, streamed);
+        }
+        routed
+    }
+
+    /// Starts the work of `streamed` if it is a [`Source::Start`],
+    /// handing it the [`Later`] through which it answers `routing`'s
+    /// request.
+    pub(super) fn start_later(&self, routing: &Routing<'_>, streamed: &mut Streamed) {
+        if !matches!(streamed.source, Source::Start(_)) {
+            return;
+        }
+        let mut wake = self.wake.clone();
+        wake.conn = routing.client.conn;
+        let channel = Arc::new(Channel::default());
+        let later = Later::new(Arc::clone(&channel), wake);
+        let awaited = Source::Later(Awaited::new(channel));
+        if let Source::Start(start) = std::mem::replace(&mut streamed.source, awaited) {
+            start(later);
+        }
+    }
+
+    /// [`Router::route`]'s chain.
+    fn run_chain(&mut self, routing: &mut Routing<'_>) -> Routed {
         #[cfg(feature = "acme")]
         if let Some(plan) = acme_http01(routing) {
             return Routed::Answer(plan);

@@ -173,7 +173,16 @@ impl Root {
     /// entries are read (in the filesystem's order), and whether there
     /// were more is said.
     pub fn list_dir(&self, rel: &[u8], limit: usize) -> io::Result<Listed> {
-        let fd = self.open_flags(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        self.list_opened(self.open_dir(rel)?, rel, limit)
+    }
+
+    /// Opens the directory `rel` to list it ([`Root::list_opened`]).
+    pub fn open_dir(&self, rel: &[u8]) -> io::Result<OwnedFd> {
+        self.open_flags(rel, libc::O_RDONLY | libc::O_DIRECTORY)
+    }
+
+    /// [`Root::list_dir`] of the directory `rel`, opened as `fd`.
+    pub fn list_opened(&self, fd: OwnedFd, rel: &[u8], limit: usize) -> io::Result<Listed> {
         let (mut entries, more) = read_dir(fd, limit)?;
         let mut path = Vec::with_capacity(rel.len() + 64);
         entries.retain_mut(|(name, meta, is_link)| {

@@ -80,6 +80,17 @@ pub struct Page {
 
 static PAGES: Shelf<Key, Page> = Shelf::new(MAX_PAGES, MAX_BYTES);
 
+/// The page kept under `key` for the directory `dir` (as `stat` says
+/// now), if one is, no older than `age`.
+pub fn kept(key: &Key, dir: &Meta, age: Duration) -> Option<Arc<[u8]>> {
+    match age.is_zero() {
+        true => None,
+        false => PAGES
+            .get(key, dir, 0, age)
+            .map(|kept| Arc::clone(&kept.body)),
+    }
+}
+
 /// The page under `key` for the directory `dir` (as `stat` says now),
 /// kept no longer than `age`; else made by `make` and kept.
 pub fn page(
@@ -89,10 +100,8 @@ pub fn page(
     age: Duration,
     make: impl FnOnce() -> io::Result<Vec<u8>>,
 ) -> io::Result<Arc<[u8]>> {
-    if !age.is_zero() {
-        if let Some(kept) = PAGES.get(&key, dir, 0, age) {
-            return Ok(Arc::clone(&kept.body));
-        }
+    if let Some(body) = kept(&key, dir, age) {
+        return Ok(body);
     }
     let stamp = listings::stamp();
     let body: Arc<[u8]> = make()?.into();

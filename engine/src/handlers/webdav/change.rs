@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::props::Op;
 use super::{changed, copymove, follow_props, forget, mark_collection, proppatch, trim, Dav};
 use crate::handlers::stream::Later;
-use crate::handlers::{Body, Plan, Scratch};
+use crate::handlers::{Plan, Scratch};
 use crate::http::parse::BodyFraming;
 use crate::offload::{Job, Offload};
 
@@ -132,17 +132,7 @@ impl Job for Changing {
     fn run(self) {
         let mut s = Scratch::default();
         let plan = self.change.make(&self.dav, &mut s);
-        let body: &[u8] = match plan.body {
-            Body::Buffer => &s.body,
-            Body::Static(bytes) => bytes,
-            _ => b"",
-        };
-        let text = String::from_utf8_lossy(&s.headers);
-        let headers: Vec<(&str, &str)> = text
-            .split("\r\n")
-            .filter_map(|line| line.split_once(": "))
-            .collect();
-        let _ = self.later.answer(plan.status.0, &headers, body);
+        let _ = super::answer_later(self.later, plan, s);
     }
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::handlers::listings::Shelf;
-pub use crate::handlers::listings::{changed, stamp, Stamp};
+pub use crate::handlers::listings::{changed, off_loop, stamp, Stamp};
 use crate::sys::fs::Meta;
 use crate::sys::listing::Listing;
 

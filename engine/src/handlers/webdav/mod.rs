@@ -49,7 +49,7 @@ pub use lock::{
     asked as lockinfo, container, forget, guard, is_collection, is_new, lock, trim, unlock,
     Changed, Recheck, LOCKED,
 };
-pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
+pub use propfind::{asked, depth, propfind, propfind_later, Asked, MAX_BODY as MAX_PROPFIND};
 pub use props::{follow as follow_props, mark_collection, ops as proppatch_ops, proppatch};
 
 pub use multistatus::{href, push_href, Multistatus};
@@ -184,6 +184,21 @@ pub fn bare(status: Status) -> Plan {
         body: Body::Empty,
         close: false,
     }
+}
+
+/// Answers `later` with `plan`, made on another thread, its header lines
+/// and body in `s`.
+fn answer_later(
+    later: Later,
+    plan: Plan,
+    s: Scratch,
+) -> Result<(), crate::handlers::stream::LaterError> {
+    let body = match plan.body {
+        Body::Buffer => s.body,
+        Body::Static(bytes) => bytes.to_vec(),
+        _ => Vec::new(),
+    };
+    later.answer_lines(plan.status, s.headers, body)
 }
 
 /// The directory `dir` beneath `dav`'s root; a missing one is 409

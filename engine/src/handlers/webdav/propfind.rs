@@ -15,7 +15,7 @@ use super::{bare, Dav};
 use crate::ascii::IgnoreCase;
 use crate::config::Dotfiles;
 use crate::handlers::protected::Protected;
-use crate::handlers::stream::{Source, Streamed};
+use crate::handlers::stream::{BodyStream, Later, Source, Streamed};
 use crate::handlers::Body;
 use crate::handlers::{Plan, Scratch};
 use crate::http::date::{civil_time, format_http_date, HTTP_DATE_LEN};
@@ -206,13 +206,15 @@ pub fn propfind(
     asked: &Asked,
     members: bool,
     s: &mut Scratch,
-) -> Plan {
+) -> Found {
     let root = dav.files.root();
     let rel = rel.strip_suffix(b"/").unwrap_or(rel);
     let meta = match root.stat(rel) {
         Ok((_, meta)) => meta,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),
-        Err(_) => return bare(Status::FORBIDDEN),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            return Found::Whole(bare(Status::NOT_FOUND))
+        }
+        Err(_) => return Found::Whole(bare(Status::FORBIDDEN)),
     };
     let mut stored = stored_of(dav, rel);
     // (Members' dead properties are looked for where PROPPATCH or MOVE
@@ -222,7 +224,7 @@ pub fn propfind(
     let listing = match (members, meta.kind) {
         (true, Kind::Dir) => match listing(dav, rel, &meta, dead) {
             Some(list) => Some(list),
-            None => return bare(Status::FORBIDDEN),
+            None => return Found::Whole(bare(Status::FORBIDDEN)),
         },
         _ => None,
     };
@@ -289,26 +291,58 @@ pub fn propfind(
     let count = listing.as_ref().map_or(0, |l| l.entries.len());
     m.listing = listing;
     if count > STREAM_PAST {
-        s.body = body;
         s.header("Content-Type", b"application/xml; charset=utf-8");
-        return Plan {
-            status: multistatus::MULTI_STATUS,
-            body: Body::Stream(Box::new(Streamed {
-                source: Source::Local(Box::new(Streaming {
-                    first: Some(std::mem::take(&mut s.body)),
-                    members: m,
-                })),
-                length: None,
-                label: "webdav PROPFIND".to_string(),
-                patient: false,
-            })),
-            close: false,
-        };
+        return Found::Streaming(Box::new(Streaming {
+            first: Some(body),
+            members: m,
+        }));
     }
     m.write(&mut ms, usize::MAX);
     ms.end();
     s.body = body;
-    multistatus::plan(s)
+    Found::Whole(multistatus::plan(s))
+}
+
+/// A PROPFIND's answer.
+pub enum Found {
+    /// Whole, its body in the scratch buffers.
+    Whole(Plan),
+    /// A 207 of a large collection's members, its header lines in the
+    /// scratch buffers: written as the client takes it.
+    Streaming(Box<dyn BodyStream + Send>),
+}
+
+impl Found {
+    /// The answer, as the worker that made it gives it.
+    pub fn plan(self) -> Plan {
+        match self {
+            Found::Whole(plan) => plan,
+            Found::Streaming(body) => Plan {
+                status: multistatus::MULTI_STATUS,
+                body: Body::Stream(Box::new(Streamed {
+                    source: Source::Local(body),
+                    length: None,
+                    label: "webdav PROPFIND".to_string(),
+                    patient: false,
+                })),
+                close: false,
+            },
+        }
+    }
+}
+
+/// PROPFIND of `rel` (its href `href`) and its members, for `asked`,
+/// made off the event loop (see [`crate::handlers::listings`]): its
+/// answer goes to `later`; a large collection's members are written
+/// by the worker as the client takes them.
+pub fn propfind_later(dav: Arc<Dav>, rel: Vec<u8>, href: Vec<u8>, asked: Asked, later: Later) {
+    listings::off_loop(move || {
+        let mut s = Scratch::default();
+        let _ = match propfind(&dav, &rel, &href, &asked, true, &mut s) {
+            Found::Whole(plan) => super::answer_later(later, plan, s),
+            Found::Streaming(body) => later.stream(multistatus::MULTI_STATUS, s.headers, body),
+        };
+    });
 }
 
 /// The members of collection `rel` (`meta`, as `stat` found it now),
@@ -419,7 +453,7 @@ struct Streaming {
     members: Members,
 }
 
-impl crate::handlers::stream::BodyStream for Streaming {
+impl BodyStream for Streaming {
     fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String> {
         if let Some(first) = self.first.take() {
             out.extend_from_slice(&first);

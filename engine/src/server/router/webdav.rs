@@ -7,7 +7,7 @@ use super::{Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::ascii::IgnoreCase;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
-use crate::handlers::stream::{Awaited, Channel, Later, Source, Streamed};
+use crate::handlers::stream::{Later, Source, Streamed};
 use crate::handlers::webdav::{self, Bodied, Change, Changed, Dav, Put, Started};
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
@@ -191,7 +191,10 @@ impl Router {
                 match req.body() {
                     BodyFraming::None | BodyFraming::Length(0) => {
                         let href = webdav::href(&s.path);
-                        webdav::propfind(dav, &rel, &href, &webdav::Asked::All, members, s)
+                        let asked = webdav::Asked::All;
+                        return Step::Answer(
+                            self.propfind(dav, rel, href, asked, members, routing),
+                        );
                     }
                     BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
                         webdav::bare(Status::CONTENT_TOO_LARGE)
@@ -238,6 +241,27 @@ impl Router {
     /// (`webdav::end_put`): its answer comes later, as a handler's can.
     pub(super) fn finish_put(&self, put: Box<Put>, body: Spool, routing: &mut Routing<'_>) -> Plan {
         later(self, routing, |later| webdav::end_put(put, body, later))
+    }
+
+    /// PROPFIND of `rel` (its href `href`) for `asked`: of its members
+    /// too (`members`) off the event loop (`webdav::propfind_later`),
+    /// their answer coming later; of itself alone at once.
+    fn propfind(
+        &self,
+        dav: &Arc<Dav>,
+        rel: Vec<u8>,
+        href: Vec<u8>,
+        asked: webdav::Asked,
+        members: bool,
+        routing: &mut Routing<'_>,
+    ) -> Plan {
+        if !members {
+            return webdav::propfind(dav, &rel, &href, &asked, false, routing.scratch).plan();
+        }
+        let dav = Arc::clone(dav);
+        later(self, routing, |later| {
+            webdav::propfind_later(dav, rel, href, asked, later)
+        })
     }
 
     /// Makes `change` in `dav`'s tree off the event loop
@@ -289,7 +313,7 @@ impl Router {
         }
         let plan = match what {
             Bodied::Propfind { members } => match webdav::asked(&bytes) {
-                Some(asked) => webdav::propfind(dav, &rel, &href, &asked, members, s),
+                Some(asked) => return self.propfind(dav, rel, href, asked, members, routing),
                 None => webdav::bare(Status::BAD_REQUEST),
             },
             Bodied::Proppatch => match webdav::proppatch_ops(&bytes) {
@@ -312,21 +336,23 @@ impl Router {
 /// The answer to `routing`'s request that `start`, handed its [`Later`],
 /// gives from another thread, however long that takes (`patient`: the
 /// server's own work on its disk).
-fn later(router: &Router, routing: &mut Routing<'_>, start: impl FnOnce(Later)) -> Plan {
-    let mut wake = router.wake.clone();
-    wake.conn = routing.client.conn;
-    let channel = Arc::new(Channel::default());
-    start(Later::new(Arc::clone(&channel), wake));
+fn later(
+    router: &Router,
+    routing: &mut Routing<'_>,
+    start: impl FnOnce(Later) + Send + 'static,
+) -> Plan {
     let path = String::from_utf8_lossy(routing.req.path().unwrap_or_default());
     let method = String::from_utf8_lossy(routing.req.method_token());
+    let mut streamed = Streamed {
+        source: Source::Start(Box::new(start)),
+        length: None,
+        label: format!("webdav: {method} {path}"),
+        patient: true,
+    };
+    router.start_later(routing, &mut streamed);
     Plan {
         status: Status::OK,
-        body: Body::Stream(Box::new(Streamed {
-            source: Source::Later(Awaited::new(channel)),
-            length: None,
-            label: format!("webdav: {method} {path}"),
-            patient: true,
-        })),
+        body: Body::Stream(Box::new(streamed)),
         close: false,
     }
 }

@@ -3,7 +3,7 @@
 //! (from their threads), each sent on a channel and followed by a wake
 //! of the event loop.
 
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 
 use mio::Waker;
 
@@ -27,14 +27,14 @@ pub(super) struct Wakeups {
     checks_rx: channel::Receiver<Outcome>,
     /// Connections whose handler's later answer has moved (see
     /// [`crate::handlers::stream::Later`]).
-    streams_rx: mpsc::Receiver<usize>,
+    streams_rx: channel::Receiver<usize>,
 }
 
 impl Wakeups {
     /// The wakeups of a worker woken by `waker`, and what its handlers'
     /// later answers wake it with.
     pub(super) fn new(verifier: Arc<Verifier>, waker: Arc<Waker>) -> (Wakeups, Wake) {
-        let (streams_tx, streams_rx) = mpsc::channel();
+        let (streams_tx, streams_rx) = channel::channel();
         let wake = Wake {
             tx: streams_tx,
             waker: Arc::clone(&waker),
