@@ -610,6 +610,17 @@ fn a_listing_reads_at_most_autoindex_max_entries() {
     assert!(!ten.contains("Cut short"), "{ten}");
 }
 
+/// A site whose `big/` holds 100,000 empty files, `f000000` on.
+fn big_site() -> Builder {
+    let b = Builder::new();
+    let big = b.root().join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..100_000 {
+        std::fs::File::create(big.join(format!("f{i:06}"))).unwrap();
+    }
+    b
+}
+
 /// A listing that is not kept is made off the event loop: a directory of
 /// 100,000 entries takes a quarter of a second to read and render here,
 /// seconds on a cold or slow disk (a router's USB drive), and the worker
@@ -617,12 +628,7 @@ fn a_listing_reads_at_most_autoindex_max_entries() {
 /// until its page was written: the small file's answer came after it.)
 #[test]
 fn a_listing_being_made_keeps_no_other_client_waiting() {
-    let mut b = Builder::new();
-    let big = b.root().join("big");
-    std::fs::create_dir(&big).unwrap();
-    for i in 0..100_000 {
-        std::fs::File::create(big.join(format!("f{i:06}"))).unwrap();
-    }
+    let mut b = big_site();
     b.file("small.txt", b"small");
     b.config("[static]\nautoindex = true\nautoindex_max_entries = 0\n");
     let s = b.start();
@@ -643,4 +649,30 @@ fn a_listing_being_made_keeps_no_other_client_waiting() {
     assert_eq!(listing.status, 200, "{}", listing.head);
     assert_eq!(rows(&listing.text()).len(), 100_001);
     assert!(listing.text().contains("<a href=\"f099999\">"));
+}
+
+/// Listings waiting for the threads that make them are bounded: past 64
+/// a request for one is refused at once (503, `Retry-After: 1`), so that
+/// a client asking for many (here 100 streams of one HTTP/2 connection,
+/// each a page of 100,000 entries to render) holds neither memory nor
+/// descriptors for them; the rest are answered, and so is the next one.
+#[cfg(feature = "http2")]
+#[test]
+fn listings_waiting_to_be_made_are_bounded() {
+    let mut b = big_site();
+    b.config("[static]\nautoindex = true\nautoindex_max_entries = 0\n");
+    let s = b.start();
+    let mut c = common::h2::H2::connect(s.addr(), &[], 0);
+    let ids: Vec<u32> = (0..100)
+        .map(|_| c.request("HEAD", "/big/", &[], None))
+        .collect();
+    let answers = c.answers(&ids);
+    let refused: Vec<_> = answers.iter().filter(|a| a.status() == "503").collect();
+    assert!(!refused.is_empty(), "none refused");
+    assert!(refused.len() <= 100 - 64, "{} refused", refused.len());
+    assert!(refused.iter().all(|a| a.field("retry-after") == Some("1")));
+    assert!(answers
+        .iter()
+        .all(|a| a.status() == "200" || a.status() == "503"));
+    assert_eq!(s.get("/big/?sort=size").status, 200);
 }

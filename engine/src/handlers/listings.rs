@@ -28,10 +28,12 @@
 //! drive), and rendering it tens of milliseconds more, which every other
 //! connection of the worker would wait for.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::handlers::stream::Later;
+use crate::http::Status;
 use crate::offload::{Job, Offload};
 use crate::sys::fs::Meta;
 
@@ -44,6 +46,24 @@ static LISTING: Offload<Listed> = Offload::new("brisk-list", LISTING_THREADS);
 /// How many listings are made at once (see [`LISTING`]).
 pub const LISTING_THREADS: usize = 2;
 
+/// The most listings handed to the threads and not made yet (each holds
+/// its request's answer and, for a page, its directory open): past them
+/// a listing is refused at once (503), so that clients asking for more
+/// than the threads can make hold neither memory nor descriptors.
+pub const MAX_WAITING: usize = 64;
+
+/// Listings handed to the threads and not made yet.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// One of [`WAITING`], until it is made (or dropped).
+struct Waiting;
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// A listing to make, and answer with.
 struct Listed(Box<dyn FnOnce() + Send>);
 
@@ -53,10 +73,24 @@ impl Job for Listed {
     }
 }
 
-/// Runs `make` (which answers its request) on one of the [`LISTING`]
-/// threads (here, if none can be started).
-pub fn off_loop(make: impl FnOnce() + Send + 'static) {
-    if let Err(listed) = LISTING.submit(Listed(Box::new(make))) {
+/// Has `make` answer `later` on one of the [`LISTING`] threads (here, if
+/// none can be started), unless its client is gone by its turn; with
+/// [`MAX_WAITING`] waiting already, answers 503 at once.
+pub fn off_loop(later: Later, make: impl FnOnce(Later) + Send + 'static) {
+    if WAITING.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
+        WAITING.fetch_sub(1, Ordering::AcqRel);
+        let busy = b"Retry-After: 1\r\n".to_vec();
+        let _ = later.answer_lines(Status::SERVICE_UNAVAILABLE, busy, Vec::new());
+        return;
+    }
+    let waiting = Waiting;
+    let listed = Listed(Box::new(move || {
+        let _waiting = waiting;
+        if !later.is_gone() {
+            make(later);
+        }
+    }));
+    if let Err(listed) = LISTING.submit(listed) {
         listed.run();
     }
 }

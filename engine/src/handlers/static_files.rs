@@ -645,7 +645,7 @@ impl Listed {
             status: Status::OK,
             body: Body::Stream(Box::new(Streamed {
                 source: StreamSource::Start(Box::new(|later| {
-                    super::listings::off_loop(move || listed.make(later))
+                    super::listings::off_loop(later, |later| listed.make(later))
                 })),
                 length: None,
                 label,

@@ -336,7 +336,7 @@ impl Found {
 /// answer goes to `later`; a large collection's members are written
 /// by the worker as the client takes them.
 pub fn propfind_later(dav: Arc<Dav>, rel: Vec<u8>, href: Vec<u8>, asked: Asked, later: Later) {
-    listings::off_loop(move || {
+    listings::off_loop(later, move |later| {
         let mut s = Scratch::default();
         let _ = match propfind(&dav, &rel, &href, &asked, true, &mut s) {
             Found::Whole(plan) => super::answer_later(later, plan, s),
