@@ -177,10 +177,12 @@ fn a_passed_unix_socket_is_refused_by_its_number() {
             .spawn()
             .expect("spawn systemd-socket-activate"),
     );
-    wait_until("the unix socket", || sock.exists());
-    // (The connection that starts brisk meets its refusal.)
-    let c = std::os::unix::net::UnixStream::connect(&sock);
-    drop(c);
+    // (The connection that starts brisk meets its refusal. The socket's
+    // file is there once bound, a moment before it listens: a connection
+    // then is refused and starts nothing, so it is tried until taken.)
+    wait_until("the unix socket to listen", || {
+        std::os::unix::net::UnixStream::connect(&sock).is_ok()
+    });
     let status = wait_exit(&mut child.0, Duration::from_secs(10)).expect("brisk exits");
     assert!(!status.success());
     let text = fs::read_to_string(&err).unwrap();
