@@ -506,27 +506,20 @@ impl Router {
         self.programs.as_ref().map_or(0, Cgi::running)
     }
 
-    /// Runs the chain over the request. The answer's header lines and
-    /// body go to the scratch buffers, whose `path` is set to the
-    /// request's path first (a stage may then extend it with an index
-    /// file name). Work that answers off the event loop
-    /// ([`Source::Start`]) is started here, handed its [`Later`].
-    pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
-        let mut routed = self.run_chain(routing);
-        if let Routed::Answer(Plan {
-            body: Body::Stream(streamed),
-            ..
-        }) = &mut routed
-        {
-            self.start_later(routing, streamed);
+    /// Starts the work of `plan` if it answers off the event loop (a
+    /// listing: [`Source::Start`]), handing it the [`Later`] through which
+    /// it answers `routing`'s request.
+    /// (The test inlined where each answer passes; the work out of line.)
+    #[inline]
+    pub(super) fn start_later(&self, routing: &Routing<'_>, plan: &mut Plan) {
+        if let Body::Stream(streamed) = &mut plan.body {
+            self.start_streamed(routing, streamed);
         }
-        routed
     }
 
-    /// Starts the work of `streamed` if it is a [`Source::Start`],
-    /// handing it the [`Later`] through which it answers `routing`'s
-    /// request.
-    pub(super) fn start_later(&self, routing: &Routing<'_>, streamed: &mut Streamed) {
+    /// [`Router::start_later`]'s work, for a streamed answer.
+    #[inline(never)]
+    fn start_streamed(&self, routing: &Routing<'_>, streamed: &mut Streamed) {
         if !matches!(streamed.source, Source::Start(_)) {
             return;
         }
@@ -540,8 +533,11 @@ impl Router {
         }
     }
 
-    /// [`Router::route`]'s chain.
-    fn run_chain(&mut self, routing: &mut Routing<'_>) -> Routed {
+    /// Runs the chain over the request. The answer's header lines and
+    /// body go to the scratch buffers, whose `path` is set to the
+    /// request's path first (a stage may then extend it with an index
+    /// file name).
+    pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
         #[cfg(feature = "acme")]
         if let Some(plan) = acme_http01(routing) {
             return Routed::Answer(plan);
@@ -596,8 +592,9 @@ impl Router {
             }
         }
         let files = &self.files[site];
-        let plan = static_files::serve(files, routing.req, routing.scratch, &mut self.cache);
+        let mut plan = static_files::serve(files, routing.req, routing.scratch, &mut self.cache);
         if !cfg!(feature = "sites") || files.site().static_files.try_files.is_empty() {
+            self.start_later(routing, &mut plan);
             return Routed::Answer(plan);
         }
         // The guards judge the file a fallback serves as they judged the
@@ -618,14 +615,16 @@ impl Router {
             let path = req.path().unwrap_or_default();
             refused || auth.is_some_and(|a| !a.lets_through(path, &p, req.method_token()))
         };
-        Routed::Answer(fallback::try_files(
+        let mut plan = fallback::try_files(
             files,
             routing.req,
             routing.scratch,
             &mut self.cache,
             plan,
             &guarded,
-        ))
+        );
+        self.start_later(routing, &mut plan);
+        Routed::Answer(plan)
     }
 
     /// The site that answers the request: the one its host names (RFC

@@ -234,6 +234,9 @@ impl Router {
             // placed later, and says so again then.)
             webdav::changed();
         }
+        // (A GET of a collection lists it off the event loop.)
+        let mut plan = plan;
+        self.start_later(routing, &mut plan);
         Step::Answer(plan)
     }
 
@@ -343,18 +346,18 @@ fn later(
 ) -> Plan {
     let path = String::from_utf8_lossy(routing.req.path().unwrap_or_default());
     let method = String::from_utf8_lossy(routing.req.method_token());
-    let mut streamed = Streamed {
-        source: Source::Start(Box::new(start)),
-        length: None,
-        label: format!("webdav: {method} {path}"),
-        patient: true,
-    };
-    router.start_later(routing, &mut streamed);
-    Plan {
+    let mut plan = Plan {
         status: Status::OK,
-        body: Body::Stream(Box::new(streamed)),
+        body: Body::Stream(Box::new(Streamed {
+            source: Source::Start(Box::new(start)),
+            length: None,
+            label: format!("webdav: {method} {path}"),
+            patient: true,
+        })),
         close: false,
-    }
+    };
+    router.start_later(routing, &mut plan);
+    plan
 }
 
 /// Waits for the whole body of a PROPFIND or PROPPATCH (`what`) by rule
