@@ -802,6 +802,22 @@ impl Server {
     }
 
     /// A new connection.
+    /// Sends `slow` (a request the server takes long to answer) and then
+    /// `quick` on two connections accepted beforehand, one right after
+    /// the other, and reads `quick`'s answer: that connection (patient:
+    /// a loaded machine may take seconds) and that answer.
+    pub fn slow_then_quick(&self, slow: &[u8], quick: &[u8]) -> (Client, Response) {
+        let (mut first, mut second) = (self.connect(), self.connect());
+        first.wait_until_accepted();
+        second.wait_until_accepted();
+        let patient = Some(Duration::from_secs(60));
+        first.stream.set_read_timeout(patient).expect("timeout");
+        first.send(slow);
+        second.send(quick);
+        let answer = second.response();
+        (first, answer)
+    }
+
     pub fn connect(&self) -> Client {
         Client::connect(self.addr())
     }

@@ -632,16 +632,11 @@ fn a_listing_being_made_keeps_no_other_client_waiting() {
     b.file("small.txt", b"small");
     b.config("[static]\nautoindex = true\nautoindex_max_entries = 0\n");
     let s = b.start();
-    let (mut slow, mut other) = (s.connect(), s.connect());
-    slow.wait_until_accepted();
-    other.wait_until_accepted();
-    // (A loaded machine, the whole suite running, may take seconds.)
-    let patient = Some(std::time::Duration::from_secs(60));
-    slow.stream.set_read_timeout(patient).unwrap();
-    // One after the other: the worker reads the listing's request first.
-    slow.send(b"GET /big/ HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    other.send(b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    let small = other.response();
+    // (The worker reads the listing's request first.)
+    let (mut slow, small) = s.slow_then_quick(
+        b"GET /big/ HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    );
     assert_eq!(small.status, 200);
     assert_eq!(small.body, b"small");
     assert!(

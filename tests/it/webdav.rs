@@ -571,16 +571,11 @@ fn a_propfind_being_listed_keeps_no_other_client_waiting() {
     for i in 0..100_000 {
         fs::File::create(dav.join(format!("big/m{i:06}"))).unwrap();
     }
-    let (mut slow, mut other) = (s.connect(), s.connect());
-    slow.wait_until_accepted();
-    other.wait_until_accepted();
-    // (A loaded machine, the whole suite running, may take seconds.)
-    let patient = Some(std::time::Duration::from_secs(60));
-    slow.stream.set_read_timeout(patient).unwrap();
-    // One after the other: the worker reads the PROPFIND first.
-    slow.send(b"PROPFIND /dav/big/ HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\r\n");
-    other.send(b"GET /dav/f HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    let got = other.response();
+    // (The worker reads the PROPFIND first.)
+    let (mut slow, got) = s.slow_then_quick(
+        b"PROPFIND /dav/big/ HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\r\n",
+        b"GET /dav/f HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    );
     assert_eq!(got.status, 200, "{}", got.head);
     assert!(slow.nothing_came(), "the PROPFIND came before the GET");
     let found = slow.response();

@@ -543,7 +543,7 @@ fn serve_dir(
     apply_header_rules(files, s);
     let Some(page) = kept else {
         let accept = req.field(Field::AcceptEncoding).map(<[u8]>::to_vec);
-        return Listed::plan(files, s, fd, (view, dir, key), Coding::Undecided(accept));
+        return Rendering::plan(files, s, fd, (view, dir, key), Coding::Undecided(accept));
     };
     // A listing is compressed as a handler's whole body is (nginx's
     // `gzip` takes its autoindex pages too): one of /usr/share/doc is
@@ -557,7 +557,7 @@ fn serve_dir(
             let coded = key.coded(coding.index());
             let Some(page) = autoindex::pages::kept(&coded, &dir, age) else {
                 let what = (view, dir, key);
-                return Listed::plan(files, s, None, what, Coding::Decided(page, coding));
+                return Rendering::plan(files, s, None, what, Coding::Decided(page, coding));
             };
             return page_plan(page);
         }
@@ -602,7 +602,7 @@ enum Coding {
 
 /// A listing to make off the event loop (see `handlers::listings`), and
 /// what its answer says.
-struct Listed {
+struct Rendering {
     lister: Lister,
     /// The directory, opened (none when the page is made already).
     fd: Option<OwnedFd>,
@@ -618,7 +618,7 @@ struct Listed {
     headers: Vec<u8>,
 }
 
-impl Listed {
+impl Rendering {
     /// The answer with the listing of `s.rel` (opened as `fd`) at
     /// `s.path`, in `view`, its page under `key`, with the header lines
     /// in `s`: it comes once the page is made.
@@ -630,7 +630,7 @@ impl Listed {
         coding: Coding,
     ) -> Plan {
         let label = format!("listing of {}", String::from_utf8_lossy(&s.path));
-        let listed = Listed {
+        let rendering = Rendering {
             lister: files.lister(),
             fd,
             rel: s.rel.clone(),
@@ -645,7 +645,7 @@ impl Listed {
             status: Status::OK,
             body: Body::Stream(Box::new(Streamed {
                 source: StreamSource::Start(Box::new(|later| {
-                    super::listings::off_loop(later, |later| listed.make(later))
+                    super::listings::off_loop(later, |later| rendering.make(later))
                 })),
                 length: None,
                 label,
