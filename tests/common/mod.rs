@@ -21,6 +21,7 @@ pub mod tls;
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::FromRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -1031,6 +1032,53 @@ impl Drop for Server {
     }
 }
 
+/// A client socket to `addr` (IPv4) with a receive buffer of `rcvbuf`
+/// bytes, set before connecting so that the window is sized to it;
+/// `force`: beyond `net.core.rmem_max` (`SO_RCVBUFFORCE`, root only:
+/// `None` when refused).
+pub fn connect_rcvbuf(addr: SocketAddr, rcvbuf: i32, force: bool) -> Option<TcpStream> {
+    let SocketAddr::V4(v4) = addr else {
+        panic!("an IPv4 address: {addr}");
+    };
+    let opt = if force {
+        libc::SO_RCVBUFFORCE
+    } else {
+        libc::SO_RCVBUF
+    };
+    // SAFETY: plain socket calls on a descriptor this function owns (a
+    // `TcpStream` once connected, closed by `OwnedFd` before); the
+    // address is a valid sockaddr_in.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket");
+        let owned = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let r = libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            &rcvbuf as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+        if r != 0 {
+            return None;
+        }
+        let mut sa: libc::sockaddr_in = std::mem::zeroed();
+        sa.sin_family = libc::AF_INET as libc::sa_family_t;
+        sa.sin_port = v4.port().to_be();
+        sa.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
+        let r = libc::connect(
+            fd,
+            &sa as *const libc::sockaddr_in as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        assert_eq!(r, 0, "connect to {addr}");
+        let stream = TcpStream::from(owned);
+        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        stream.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        Some(stream)
+    }
+}
+
 /// One HTTP response as received.
 #[derive(Debug, Clone)]
 pub struct Response {
@@ -1098,7 +1146,15 @@ impl Client {
         let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
         stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
         stream.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        let ends = (stream.local_addr().expect("local address"), addr);
+        Client::over(stream)
+    }
+
+    /// A client over `stream`, a connection made by the test.
+    pub fn over(stream: TcpStream) -> Client {
+        let ends = (
+            stream.local_addr().expect("local address"),
+            stream.peer_addr().expect("peer address"),
+        );
         Client {
             stream,
             buf: Vec::new(),
@@ -1205,6 +1261,16 @@ impl Client {
                     }
             },
         );
+    }
+
+    /// Waits until the server's kernel has acknowledged every byte sent
+    /// on this connection (whether or not brisk has read them: a stopped
+    /// server's too).
+    pub fn wait_until_delivered(&self) {
+        let (local, peer) = self.ends();
+        wait_until("the server's kernel to take everything sent", || {
+            tcp_socket(local, peer).is_some_and(|m| m.tx_queue == 0)
+        });
     }
 
     /// Whether nothing the server sent waits to be read (not yet

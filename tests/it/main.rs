@@ -109,6 +109,7 @@ mod systemd;
 mod throttle;
 #[cfg(all(feature = "tls", feature = "ops"))]
 mod tls_fleet;
+mod turns;
 #[cfg(feature = "ops")]
 mod upgrade;
 #[cfg(feature = "sites")]

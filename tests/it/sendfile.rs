@@ -9,41 +9,14 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use common::*;
 
-/// A client socket with a receive buffer of `rcvbuf` bytes (set before
-/// connecting, so the window is sized to it).
+/// A client socket with a receive buffer of `rcvbuf` bytes.
 fn connect_with_rcvbuf(s: &Server, rcvbuf: i32) -> TcpStream {
-    // SAFETY: plain socket calls on a descriptor this function owns; the
-    // address is a valid sockaddr_in.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket");
-        let r = libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            &rcvbuf as *const i32 as *const libc::c_void,
-            std::mem::size_of::<i32>() as libc::socklen_t,
-        );
-        assert_eq!(r, 0, "SO_RCVBUF");
-        let mut addr: libc::sockaddr_in = std::mem::zeroed();
-        addr.sin_family = libc::AF_INET as libc::sa_family_t;
-        addr.sin_port = s.port.to_be();
-        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
-        let r = libc::connect(
-            fd,
-            &addr as *const libc::sockaddr_in as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        );
-        assert_eq!(r, 0, "connect");
-        let stream = TcpStream::from_raw_fd(fd);
-        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        stream
-    }
+    connect_rcvbuf(s.addr(), rcvbuf, false).expect("SO_RCVBUF")
 }
 
 /// Bytes waiting in the socket's receive queue.

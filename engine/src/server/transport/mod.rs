@@ -43,10 +43,29 @@ pub use tls::{Acceptor, Sessions, Setup, Slot, Tls};
 pub enum Flushed {
     /// Everything queued has been written.
     All,
-    /// The byte limit given was reached (throttling); more is queued.
+    /// The byte limit given was reached (a throttle's share, or the
+    /// connection's turn); more is queued.
     Limit,
     /// The peer takes no more now; wait for writability.
     Blocked,
+}
+
+/// How much one flush may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// Most bytes (`usize::MAX`: no limit).
+    pub bytes: usize,
+    /// A throttle set it: the next bytes wait for the throttle, so none
+    /// are held back for them (no `MSG_MORE` at the limit).
+    pub throttled: bool,
+}
+
+impl Limit {
+    /// No limit.
+    pub const NONE: Limit = Limit {
+        bytes: usize::MAX,
+        throttled: false,
+    };
 }
 
 /// Bytes in and out of one connection.
@@ -56,13 +75,14 @@ pub trait Transport {
     /// length; returns how many bytes (0: the peer closed its side).
     fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize>;
 
-    /// Writes as much of `out` as the peer takes now, at most `limit`
-    /// bytes (a throttle's share; `usize::MAX` for no limit).
+    /// Writes as much of `out` as the peer takes now, at most `limit`'s
+    /// bytes (a throttle's share, or what is left of the connection's
+    /// turn: see `worker::drive`).
     ///
     /// `fin_follows`: the write side is shut right after the last byte,
     /// so that byte may wait for the FIN and leave in the same segment
     /// (one packet, and one ACK, fewer per closing answer).
-    fn flush(&mut self, out: &mut Out, limit: usize, fin_follows: bool) -> io::Result<Flushed>;
+    fn flush(&mut self, out: &mut Out, limit: Limit, fin_follows: bool) -> io::Result<Flushed>;
 
     /// Whether bytes the transport took wait for the socket (TLS records
     /// it made, during the handshake too): the connection then waits for
@@ -210,7 +230,7 @@ impl Transport for Link {
         }
     }
 
-    fn flush(&mut self, out: &mut Out, limit: usize, fin_follows: bool) -> io::Result<Flushed> {
+    fn flush(&mut self, out: &mut Out, limit: Limit, fin_follows: bool) -> io::Result<Flushed> {
         match self {
             Link::Tcp(t) => t.flush(out, limit, fin_follows),
             Link::Tls(t) => t.flush(out, limit, fin_follows),

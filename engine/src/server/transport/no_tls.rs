@@ -128,7 +128,7 @@ impl Transport for Tls {
         match *self {}
     }
 
-    fn flush(&mut self, _out: &mut Out, _limit: usize, _fin: bool) -> io::Result<Flushed> {
+    fn flush(&mut self, _out: &mut Out, _limit: super::Limit, _fin: bool) -> io::Result<Flushed> {
         match *self {}
     }
 

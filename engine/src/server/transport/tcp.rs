@@ -12,7 +12,7 @@ use mio::net::TcpStream;
 
 use super::copy::{Chunk, Sending};
 use super::queue::{Front, Out};
-use super::{Flushed, Transport};
+use super::{Flushed, Limit, Transport};
 use crate::sys::mapped::{self, Part, MAX_IOV};
 use crate::sys::net;
 
@@ -101,8 +101,8 @@ impl Transport for Tcp {
         net::read_at_most(&self.stream, buf, max)
     }
 
-    fn flush(&mut self, out: &mut Out, mut limit: usize, fin_follows: bool) -> io::Result<Flushed> {
-        let throttled = limit != usize::MAX;
+    fn flush(&mut self, out: &mut Out, limit: Limit, fin_follows: bool) -> io::Result<Flushed> {
+        let (mut limit, throttled) = (limit.bytes, limit.throttled);
         loop {
             if limit == 0 && !out.is_empty() {
                 return Ok(Flushed::Limit);

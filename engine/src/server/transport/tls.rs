@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use rustls::ServerConfig;
 
 use super::queue::{Front, Out};
-use super::{Flushed, Tcp, Transport};
+use super::{Flushed, Limit, Tcp, Transport};
 use crate::config::Config;
 use crate::http::TlsSession;
 use crate::tls::conn::{HandshakeSlot, Handshakes, TlsConn};
@@ -393,10 +393,10 @@ impl Transport for Tls {
         Ok(got.plaintext)
     }
 
-    fn flush(&mut self, out: &mut Out, limit: usize, fin_follows: bool) -> io::Result<Flushed> {
+    fn flush(&mut self, out: &mut Out, limit: Limit, fin_follows: bool) -> io::Result<Flushed> {
         let scratch = Rc::clone(&self.scratch);
         let mut s = scratch.borrow_mut();
-        let flushed = self.flush_pieces(&mut s, out, limit, fin_follows);
+        let flushed = self.flush_pieces(&mut s, out, limit.bytes, fin_follows);
         // A head held for a range's records that did not follow in this
         // call stays with the connection.
         self.stream.park(&mut s.out);

@@ -12,17 +12,20 @@ use mio::{Interest, Token};
 
 use super::access_log::settle;
 use super::dispatch::Processed;
-use super::{Worker, LINGER, LINGER_BODY_BYTES, LINGER_BYTES, THROTTLE_CHUNK};
+use super::{Worker, LINGER, LINGER_BODY_BYTES, LINGER_BYTES, THROTTLE_CHUNK, TURN};
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::State;
 use crate::server::life::Linger;
-use crate::server::transport::{Flushed, Transport};
+use crate::server::transport::{Flushed, Limit, Transport};
 
 impl Worker {
     /// Moves a connection forward as far as it can go without blocking.
     /// Returns false when it must be closed.
     pub(super) fn drive(&mut self, c: &mut Conn) -> bool {
+        // What this call may still write before the worker's other
+        // connections have their turn (see [`TURN`]).
+        let mut turn = TURN;
         loop {
             if c.life.lingers() {
                 return self.linger(c);
@@ -34,8 +37,14 @@ impl Worker {
                     .as_ref()
                     .map(|t| t.take(self.clock.now, THROTTLE_CHUNK))
                 {
-                    None => usize::MAX,
-                    Some(Ok(n)) => n,
+                    None => Limit {
+                        bytes: turn,
+                        throttled: false,
+                    },
+                    Some(Ok(n)) => Limit {
+                        bytes: n.min(turn),
+                        throttled: true,
+                    },
                     Some(Err(when)) => {
                         // Over its rate: no write until the bucket allows.
                         self.timers.wake_at(when, c.index);
@@ -45,6 +54,7 @@ impl Worker {
                 let fin_follows = c.fin_follows();
                 let flushed = c.transport.flush(&mut c.out, limit, fin_follows);
                 let wrote = c.out.written() - before;
+                turn = turn.saturating_sub(usize::try_from(wrote).unwrap_or(usize::MAX));
                 c.sent += wrote;
                 self.counts.stats.sent(wrote);
                 if c.throttle.is_some() {
@@ -63,6 +73,13 @@ impl Worker {
                     }
                     Ok(Flushed::Limit) => {
                         c.life.touch(self.clock.now);
+                        if turn == 0 {
+                            // The socket may take more, but the others
+                            // go first: this one goes on after this
+                            // pass's events, and again in the next pass.
+                            self.timers.wake_at(self.clock.now, c.index);
+                            return true;
+                        }
                         continue;
                     }
                     Ok(Flushed::Blocked) => {
@@ -241,7 +258,7 @@ impl Worker {
         #[cfg(feature = "http2")]
         self.h2_queue_control(&mut c);
         let before = c.out.written();
-        let flushed = c.transport.flush(&mut c.out, usize::MAX, true);
+        let flushed = c.transport.flush(&mut c.out, Limit::NONE, true);
         c.sent += c.out.written() - before;
         if matches!(flushed, Ok(Flushed::All)) {
             c.transport.shutdown_write();
@@ -359,7 +376,7 @@ impl Worker {
         }
         c.out.clear();
         if c.transport.has_backlog() {
-            match c.transport.flush(&mut c.out, usize::MAX, true) {
+            match c.transport.flush(&mut c.out, Limit::NONE, true) {
                 Ok(Flushed::All) => {}
                 // A client that does not read would not read the alert.
                 _ => return false,

@@ -131,7 +131,7 @@ impl Pair {
     /// Flushes `out` until it is all written (the client reading between).
     fn flush_all(&mut self, out: &mut Out) {
         for _ in 0..10_000 {
-            match self.server.flush(out, usize::MAX, false).expect("flush") {
+            match self.server.flush(out, Limit::NONE, false).expect("flush") {
                 Flushed::All if !self.server.has_backlog() => return,
                 _ => self.client_reads(),
             }
@@ -177,7 +177,11 @@ fn a_limit_stops_the_flush_at_that_many_plaintext_bytes() {
     p.request(b"GET / HTTP/1.1\r\n\r\n");
     let mut out = Out::with_capacity(1024);
     out.push_bytes(&[b'x'; 1000]);
-    let flushed = p.server.flush(&mut out, 100, false).expect("flush");
+    let limit = Limit {
+        bytes: 100,
+        throttled: false,
+    };
+    let flushed = p.server.flush(&mut out, limit, false).expect("flush");
     assert_eq!(flushed, Flushed::Limit);
     assert_eq!(out.written(), 100);
     p.client_reads();
@@ -217,7 +221,7 @@ fn a_file_shorter_than_its_range_ends_the_connection() {
     let mut out = Out::with_capacity(1024);
     out.push_file(file, 0, 5000);
     let err = loop {
-        match p.server.flush(&mut out, usize::MAX, false) {
+        match p.server.flush(&mut out, Limit::NONE, false) {
             Ok(_) => p.client_reads(),
             Err(e) => break e,
         }
@@ -246,7 +250,7 @@ fn the_last_answer_takes_close_notify_along() {
     out.push_bytes(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
     // Not yet shut down: close_notify went with the answer's records.
     assert_eq!(
-        p.server.flush(&mut out, usize::MAX, true).expect("flush"),
+        p.server.flush(&mut out, Limit::NONE, true).expect("flush"),
         Flushed::All
     );
     p.client_reads();
