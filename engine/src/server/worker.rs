@@ -102,12 +102,14 @@ const REFUSED: &[u8] =
 const SCRATCH_KEEP: usize = 256 * 1024;
 /// Most bytes a throttled connection writes at once.
 const THROTTLE_CHUNK: usize = 16 * 1024;
-/// Most bytes a connection writes before the worker's other connections
-/// have their turn. A client that takes a large file as fast as the
-/// worker sends it (loopback, a fast LAN) kept every other client of the
-/// worker waiting while one `sendfile` moved up to 90 MB (50 ms). nginx
-/// stops at `sendfile_max_chunk`, 2 MiB too; 512 KiB cost 1 MiB answers
-/// ~10 % more CPU (three `sendfile`s each instead of one).
+/// Most bytes a connection moves (written, and read) before the worker's
+/// other connections have their turn. A client that takes a large file
+/// as fast as the worker sends it (loopback, a fast LAN) kept every other
+/// client of the worker waiting while one `sendfile` moved up to 90 MB
+/// (50 ms), and one that uploads as fast as the worker takes it, for the
+/// whole upload (seconds). nginx stops at `sendfile_max_chunk`, 2 MiB
+/// too; 512 KiB cost 1 MiB answers ~10 % more CPU (three `sendfile`s
+/// each instead of one).
 const TURN: usize = 2 * 1024 * 1024;
 /// Most spare buffers and queues a worker keeps.
 const SPARES: usize = 16;

@@ -54,7 +54,7 @@ impl Worker {
                 let fin_follows = c.fin_follows();
                 let flushed = c.transport.flush(&mut c.out, limit, fin_follows);
                 let wrote = c.out.written() - before;
-                turn = turn.saturating_sub(usize::try_from(wrote).unwrap_or(usize::MAX));
+                turn = turn.saturating_sub(wrote as usize);
                 c.sent += wrote;
                 self.counts.stats.sent(wrote);
                 if c.throttle.is_some() {
@@ -77,7 +77,7 @@ impl Worker {
                             // The socket may take more, but the others
                             // go first: this one goes on after this
                             // pass's events, and again in the next pass.
-                            self.timers.wake_at(self.clock.now, c.index);
+                            self.timers.wake_once(self.clock.now, c.index);
                             return true;
                         }
                         continue;
@@ -122,7 +122,7 @@ impl Worker {
             if c.life.closing() && !c.producing() {
                 return self.close_lingering(c);
             }
-            let progressed = match self.read_and_process(c) {
+            let progressed = match self.read_and_process(c, &mut turn) {
                 Ok(p) => p,
                 Err(e) => {
                     self.tls_failed(c, &e);
@@ -131,6 +131,12 @@ impl Worker {
             };
             if !progressed && c.out.is_empty() && !c.transport.has_backlog() {
                 break;
+            }
+            if turn == 0 {
+                // (An upload as fast as the worker takes it: its turn is
+                // over too, as a download's.)
+                self.timers.wake_once(self.clock.now, c.index);
+                return true;
             }
         }
         if c.out.is_empty() {
@@ -426,9 +432,10 @@ impl Worker {
         }
     }
 
-    /// Reads what is available and answers every complete request in it.
-    /// Returns whether anything was consumed or produced.
-    fn read_and_process(&mut self, c: &mut Conn) -> io::Result<bool> {
+    /// Reads what is available and answers every complete request in it;
+    /// what it read is taken from `turn`. Returns whether anything was
+    /// consumed or produced.
+    fn read_and_process(&mut self, c: &mut Conn, turn: &mut usize) -> io::Result<bool> {
         if c.awaiting_proxy() && c.transport.is_tls() {
             // (`[proxy] tls_listen`: the header comes before TLS.)
             if !c.transport.tcp().read_more || !self.take_proxy_header_before_tls(c)? {
@@ -445,7 +452,7 @@ impl Worker {
         }
         let had = self.pools.rbuf.len();
         if had == 0 {
-            if let Some(moved) = self.splice_body(c) {
+            if let Some(moved) = self.splice_body(c, turn) {
                 return moved;
             }
         }
@@ -472,7 +479,8 @@ impl Worker {
                 Err(e) => return Err(e),
             }
         }
-        let fresh = self.pools.rbuf.len() > had;
+        let fresh = self.pools.rbuf.len() - had;
+        *turn = turn.saturating_sub(fresh);
         let rbuf = std::mem::take(&mut self.pools.rbuf);
         let mut header = 0;
         if c.awaiting_proxy() {
@@ -500,7 +508,7 @@ impl Worker {
             }
         }
         self.pools.rbuf = rbuf;
-        Ok(fresh || consumed > 0)
+        Ok(fresh > 0 || consumed > 0)
     }
 
     /// Moves what came of a request body from `c`'s socket straight into
@@ -511,9 +519,9 @@ impl Worker {
     /// read into memory before (what came with the head went the usual
     /// way), and when the worker has a pipe to spare; `None` otherwise,
     /// and the body is read as ever. Moves at most [`SPLICED_AT_ONCE`] a
-    /// call, as a `read` fills at most its buffer; says whether anything
-    /// moved, as [`Worker::read_and_process`] does.
-    fn splice_body(&mut self, c: &mut Conn) -> Option<io::Result<bool>> {
+    /// call, as a `read` fills at most its buffer (taken from `turn`);
+    /// says whether anything moved, as [`Worker::read_and_process`] does.
+    fn splice_body(&mut self, c: &mut Conn, turn: &mut usize) -> Option<io::Result<bool>> {
         use crate::server::transport::Link;
         use crate::sys::splice::Pipe;
         let Link::Tcp(tcp) = &mut c.transport else {
@@ -554,6 +562,7 @@ impl Worker {
             }
         }
         decoder.skip_length(moved as u64);
+        *turn = turn.saturating_sub(moved);
         if moved == 0 {
             return Some(Ok(false));
         }
@@ -608,8 +617,8 @@ impl Worker {
 }
 
 /// The most body bytes [`Worker::splice_body`] moves in one call (one
-/// full pipe, as much as one `read` of the worker's buffer takes), so
-/// that one upload does not keep the worker from its other connections.
+/// full pipe, as much as one `read` of the worker's buffer takes); a
+/// drive moves a turn's worth ([`TURN`]) at most.
 const SPLICED_AT_ONCE: usize = 256 * 1024;
 
 /// The timer of lingering connection `c` (at the sweep, `age` since its

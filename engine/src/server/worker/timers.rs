@@ -38,6 +38,16 @@ impl Timers {
         self.wakes.push((when, idx));
     }
 
+    /// Drives connection `idx` again at `when`, unless it is to be by
+    /// then already: a connection at the end of its turn is set again
+    /// each time it is driven, by its event and by its timer (set twice,
+    /// it would be driven twice the next pass, and set four times...).
+    pub(super) fn wake_once(&mut self, when: Instant, idx: usize) {
+        if !self.wakes.iter().any(|&(w, i)| i == idx && w <= when) {
+            self.wakes.push((when, idx));
+        }
+    }
+
     /// Whether no connection waits for its time.
     pub(super) fn is_empty(&self) -> bool {
         self.wakes.is_empty()
@@ -117,6 +127,20 @@ mod tests {
         t.wake_at(now + Duration::from_millis(20), 3);
         assert!(!t.is_empty());
         assert_eq!(t.earliest(), Some(now + Duration::from_millis(10)));
+    }
+
+    #[test]
+    fn a_connection_set_once_is_driven_once() {
+        let now = Instant::now();
+        let mut t = timers(now);
+        t.wake_once(now, 1);
+        t.wake_once(now, 1);
+        t.wake_once(now + Duration::from_millis(10), 1);
+        t.wake_once(now, 2);
+        assert_eq!(t.due(now + Duration::from_millis(20)), vec![1, 2]);
+        t.wake_at(now + Duration::from_millis(10), 3);
+        t.wake_once(now, 3);
+        assert_eq!(t.due(now), vec![3], "set sooner");
     }
 
     #[test]
