@@ -23,8 +23,8 @@ impl Worker {
     /// Moves a connection forward as far as it can go without blocking.
     /// Returns false when it must be closed.
     pub(super) fn drive(&mut self, c: &mut Conn) -> bool {
-        // What this call may still write before the worker's other
-        // connections have their turn (see [`TURN`]).
+        // What this call may still move (write, and read) before the
+        // worker's other connections have their turn (see [`TURN`]).
         let mut turn = TURN;
         loop {
             if c.life.lingers() {
