@@ -47,18 +47,8 @@ fn the_small_answer_goes_between_the_large_ones_turns(s: &Server, addr: SocketAd
         small.start_tls(tls::client_conn("a.test"));
     }
     let _ = tls;
-    large.wait_until_accepted();
-    small.wait_until_accepted();
-    s.signal(libc::SIGSTOP);
-    wait_until("the server to stop", || stopped(s.pid()));
-    large.send(b"GET /large.bin HTTP/1.1\r\nHost: a.test\r\n\r\n");
-    small.send(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
-    large.wait_until_delivered();
-    small.wait_until_delivered();
-    s.signal(libc::SIGCONT);
-    let r = small.response();
-    assert_eq!(r.status, 200, "{}", r.head);
-    assert_eq!(r.body, b"small\n");
+    let request = b"GET /large.bin HTTP/1.1\r\nHost: a.test\r\n\r\n";
+    ready_together(s, &mut large, request, &mut small);
     let r = large.response();
     assert_eq!(r.status, 200, "{}", r.head);
     assert!(r.body == pattern(LARGE), "the large file, byte for byte");
@@ -78,6 +68,29 @@ fn small_finished_first(s: &Server, other: &[u8]) {
         at(b"GET /small.txt") < at(other),
         "the small answer waited for the other: {}",
         String::from_utf8_lossy(&log)
+    );
+}
+
+/// Sends `request` on `other` and a GET of the small file on `small`
+/// (both accepted first) while the server is stopped, so that its worker
+/// finds both ready at once, `other`'s first (epoll's order); lets it go
+/// on, and checks the small answer.
+fn ready_together(s: &Server, other: &mut Client, request: &[u8], small: &mut Client) {
+    other.wait_until_accepted();
+    small.wait_until_accepted();
+    s.signal(libc::SIGSTOP);
+    wait_until("the server to stop", || stopped(s.pid()));
+    other.send(request);
+    small.send(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    other.wait_until_delivered();
+    small.wait_until_delivered();
+    s.signal(libc::SIGCONT);
+    let r = small.response();
+    assert_eq!(
+        (r.status, &r.body[..]),
+        (200, &b"small\n"[..]),
+        "{}",
+        r.head
     );
 }
 
@@ -195,29 +208,15 @@ fn a_fast_upload_lets_the_others_go_between_its_turns() {
     }
     let mut up = s.connect();
     let mut small = s.connect();
-    up.wait_until_accepted();
-    small.wait_until_accepted();
-    s.signal(libc::SIGSTOP);
-    wait_until("the server to stop", || stopped(s.pid()));
-    up.send(b"PUT /dav/up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
-    let piece = vec![b'u'; 1 << 20];
-    for _ in 0..UPLOAD / piece.len() {
-        up.send(b"100000\r\n");
-        up.send(&piece);
-        up.send(b"\r\n");
+    let mut request =
+        b"PUT /dav/up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..UPLOAD >> 20 {
+        request.extend_from_slice(b"100000\r\n");
+        request.extend_from_slice(&[b'u'; 1 << 20]);
+        request.extend_from_slice(b"\r\n");
     }
-    up.send(b"0\r\n\r\n");
-    small.send(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-    up.wait_until_delivered();
-    small.wait_until_delivered();
-    s.signal(libc::SIGCONT);
-    let r = small.response();
-    assert_eq!(
-        (r.status, &r.body[..]),
-        (200, &b"small\n"[..]),
-        "{}",
-        r.head
-    );
+    request.extend_from_slice(b"0\r\n\r\n");
+    ready_together(&s, &mut up, &request, &mut small);
     let r = up.response();
     assert_eq!(r.status, 413, "{}", r.head);
     small_finished_first(&s, b"PUT /dav/up");
