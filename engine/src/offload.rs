@@ -3,7 +3,8 @@
 //! hands the outcome back to the worker that asked, and wakes it).
 //!
 //! Its pools: password hashing ([`crate::access::verify`]), listings
-//! not kept ([`crate::handlers::listings`]) and, with `webdav`, the end
+//! not kept ([`crate::handlers::listings`]), large files' bytes read in
+//! from a slow disk (`server::worker::warm`) and, with `webdav`, the end
 //! of a PUT (its `fsync`s and rename, which wait on the disk for
 //! milliseconds, seconds on a slow card) and the other changes
 //! (`handlers::webdav::change`).
@@ -15,6 +16,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub trait Job: Send + 'static {
     /// Does it (and hands its outcome to whoever waits for it).
     fn run(self);
+}
+
+/// A job that is a closure (one type for the pools that need nothing
+/// more: their threads' code is built once for all of them).
+pub struct Task(pub Box<dyn FnOnce() + Send>);
+
+impl Job for Task {
+    fn run(self) {
+        (self.0)();
+    }
 }
 
 /// Threads that run jobs of type `J`, shared by every worker.

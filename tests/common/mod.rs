@@ -1185,6 +1185,17 @@ impl Client {
         self.tls = Some(conn);
     }
 
+    /// With `tls`, makes a TLS handshake on this connection for the test
+    /// certificate's name `a.test` (a test over TLS needs the feature).
+    pub fn tls_if(&mut self, tls: bool) {
+        #[cfg(feature = "tls")]
+        if tls {
+            self.start_tls(tls::client_conn("a.test"));
+        }
+        #[cfg(not(feature = "tls"))]
+        assert!(!tls, "a test over TLS without the feature tls");
+    }
+
     /// Writes `bytes`, through TLS if the connection speaks it.
     fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         #[cfg(feature = "tls")]

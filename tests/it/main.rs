@@ -26,6 +26,7 @@ mod body_limits;
 mod cgi;
 mod cli;
 #[cfg(feature = "compress")]
+mod cold_disk;
 mod compress;
 mod confinement;
 #[cfg(feature = "sites")]

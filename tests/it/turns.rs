@@ -41,12 +41,8 @@ fn the_small_answer_goes_between_the_large_ones_turns(s: &Server, addr: SocketAd
     };
     let mut large = Client::over(stream);
     let mut small = Client::connect(addr);
-    #[cfg(feature = "tls")]
-    if tls {
-        large.start_tls(tls::client_conn("a.test"));
-        small.start_tls(tls::client_conn("a.test"));
-    }
-    let _ = tls;
+    large.tls_if(tls);
+    small.tls_if(tls);
     let request = b"GET /large.bin HTTP/1.1\r\nHost: a.test\r\n\r\n";
     ready_together(s, &mut large, request, &mut small);
     let r = large.response();
@@ -85,6 +81,11 @@ fn ready_together(s: &Server, other: &mut Client, request: &[u8], small: &mut Cl
     other.wait_until_delivered();
     small.wait_until_delivered();
     s.signal(libc::SIGCONT);
+    the_small_answer(small);
+}
+
+/// Reads the small file's answer on `small`, and checks it.
+pub(super) fn the_small_answer(small: &mut Client) {
     let r = small.response();
     assert_eq!(
         (r.status, &r.body[..]),

@@ -238,6 +238,7 @@ impl Config {
     /// certificate from `[acme]`, `[[fastcgi]]` rules that would run a
     /// site's images as scripts, an `unknown_host` that leaves the default
     /// site no request.
+    #[cold]
     pub fn warnings(&self) -> Vec<String> {
         let mut all = self.own_files_under_roots();
         all.extend(super::admission::hidden_guards(self));

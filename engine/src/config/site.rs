@@ -10,6 +10,7 @@ use super::{ConfigError, SiteConfig};
 
 impl Loader<'_> {
     /// One per-site key (one of `load::SITE_KEYS` but `hosts`) into `site`.
+    #[cold]
     pub(super) fn site_key(
         &self,
         key: &Spanned<DeString<'_>>,

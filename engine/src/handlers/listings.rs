@@ -34,14 +34,14 @@ use std::time::{Duration, Instant};
 
 use crate::handlers::stream::Later;
 use crate::http::Status;
-use crate::offload::{Job, Offload};
+use crate::offload::{Job, Offload, Task};
 use crate::sys::fs::Meta;
 
 /// Threads that make listings ([`LISTING_THREADS`] of them, shared by
 /// every worker, started by the first listing not kept); more wait their
 /// turn, so that many asked at once take that many threads' time, not
 /// the workers'.
-static LISTING: Offload<Listed> = Offload::new("brisk-list", LISTING_THREADS);
+static LISTING: Offload<Task> = Offload::new("brisk-list", LISTING_THREADS);
 
 /// How many listings are made at once (see [`LISTING`]).
 pub const LISTING_THREADS: usize = 2;
@@ -64,15 +64,6 @@ impl Drop for Waiting {
     }
 }
 
-/// A listing to make, and answer with.
-struct Listed(Box<dyn FnOnce() + Send>);
-
-impl Job for Listed {
-    fn run(self) {
-        (self.0)();
-    }
-}
-
 /// Has `make` answer `later` on one of the [`LISTING`] threads (here, if
 /// none can be started), unless its client is gone by its turn; with
 /// [`MAX_WAITING`] waiting already, answers 503 at once.
@@ -84,7 +75,7 @@ pub fn off_loop(later: Later, make: impl FnOnce(Later) + Send + 'static) {
         return;
     }
     let waiting = Waiting;
-    let listed = Listed(Box::new(move || {
+    let listed = Task(Box::new(move || {
         let _waiting = waiting;
         if !later.is_gone() {
             make(later);

@@ -51,6 +51,15 @@ pub struct Wake {
     pub conn: usize,
 }
 
+impl Wake {
+    /// Has the worker look at the connection. (Fails only once the
+    /// worker has exited: then there is nothing to look at.)
+    pub fn now(&self) {
+        let _ = self.tx.send(self.conn);
+        let _ = self.waker.wake();
+    }
+}
+
 impl fmt::Debug for Wake {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Wake").field("conn", &self.conn).finish()
@@ -433,9 +442,7 @@ impl Later {
         g.notified = true;
         drop(g);
         if tell {
-            // Fails only once the worker has exited: the answer is moot.
-            let _ = self.wake.tx.send(self.wake.conn);
-            let _ = self.wake.waker.wake();
+            self.wake.now();
         }
         Ok(())
     }

@@ -517,14 +517,20 @@ impl Router {
         }
     }
 
+    /// What has the worker look at connection `conn` from another thread.
+    pub fn wake_for(&self, conn: usize) -> Wake {
+        let mut wake = self.wake.clone();
+        wake.conn = conn;
+        wake
+    }
+
     /// [`Router::start_later`]'s work, for a streamed answer.
     #[inline(never)]
     fn start_streamed(&self, routing: &Routing<'_>, streamed: &mut Streamed) {
         if !matches!(streamed.source, Source::Start(_)) {
             return;
         }
-        let mut wake = self.wake.clone();
-        wake.conn = routing.client.conn;
+        let wake = self.wake_for(routing.client.conn);
         let channel = Arc::new(Channel::default());
         let later = Later::new(Arc::clone(&channel), wake);
         let awaited = Source::Later(Awaited::new(channel));
@@ -841,8 +847,7 @@ impl Router {
             peer: routing.client.peer,
             user: routing.req.user(),
         };
-        let mut wake = self.wake.clone();
-        wake.conn = routing.client.conn;
+        let wake = self.wake_for(routing.client.conn);
         let mut resp = Response::wakeable(routing.scratch, wake);
         let ran = catch_unwind(AssertUnwindSafe(|| mount.handler.handle(&areq, &mut resp)));
         let status = resp.status();

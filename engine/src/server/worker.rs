@@ -54,6 +54,7 @@ mod tunnel;
 mod upstream;
 mod waits;
 mod wakeups;
+mod warm;
 
 use access_log::settle;
 use clock::Clock;

@@ -5,6 +5,7 @@
 //! into Lua's C API (`handlers::servlets::ffi`); each block carries a
 //! `// SAFETY:` line saying why it is sound.
 
+pub mod cached;
 pub mod dir;
 pub mod fs;
 pub mod interleave;

@@ -117,6 +117,10 @@ pub const ALLOWED: &[libc::c_long] = &[
     // `[proxy] tls_listen`: the PROXY header is looked at in place
     // (`recv` with `MSG_PEEK`) before TLS reads the socket.
     libc::SYS_recvfrom,
+    // Large files' ranges asked about before they are sent (and read in
+    // off the loop, by `pread`, when not cached: `sys::cached`).
+    libc::SYS_preadv2,
+    super::cached::SYS_CACHESTAT,
     // A reload's check of each tree for a filesystem that finds names in
     // any case (`sys::fs::folds_case`: its kind).
     libc::SYS_statfs,

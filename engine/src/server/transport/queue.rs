@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::log::Draft;
+use crate::sys::cached::Warmth;
 use crate::sys::mapped::{Mapped, Part, MAX_IOV};
 use crate::sys::splice::Pipe;
 
@@ -105,6 +106,10 @@ struct Queue {
     written: u64,
     /// The ends of answers queued here (boxed: most queues never log).
     endings: Option<Box<Endings>>,
+    /// Whether the first file range's next bytes are in the page cache
+    /// (see `server::worker::warm`; a flush never goes past a file range
+    /// before it is all sent).
+    warmth: Warmth,
 }
 
 /// The answers whose last byte is queued, in order, with their drafted
@@ -126,6 +131,7 @@ impl Out {
             pieces: VecDeque::with_capacity(64),
             written: 0,
             endings: None,
+            warmth: Warmth::default(),
         })))
     }
 
@@ -139,7 +145,9 @@ impl Out {
     }
 
     /// Bytes in the queue not yet written (including any appended to the
-    /// buffer and not committed yet).
+    /// buffer and not committed yet). (Out of line: its callers are not
+    /// on a request's path, and they are many.)
+    #[inline(never)]
     pub fn unsent(&self) -> u64 {
         let Some(q) = &self.0 else { return 0 };
         // (Bytes are counted from the buffer, with those not committed.)
@@ -346,6 +354,23 @@ impl Out {
         }
     }
 
+    /// The file range a flush reaches first, unless a pipe or mapped
+    /// range comes before it: the front piece, or the one behind bytes.
+    pub fn next_file(&mut self) -> Option<(&FileRange, &mut Warmth)> {
+        let q = self.0.as_mut()?;
+        let at = usize::from(matches!(q.pieces.front(), Some(Piece::Bytes(_))));
+        match q.pieces.get(at) {
+            Some(Piece::File(range)) => Some((range, &mut q.warmth)),
+            _ => None,
+        }
+    }
+
+    /// Whether the file range a flush reaches first waits for its bytes
+    /// to be read in (see [`Out::next_file`]).
+    pub fn reads_in(&self) -> bool {
+        self.0.as_ref().is_some_and(|q| q.warmth.is_reading())
+    }
+
     /// The piece to send next, and whether it is the last one queued.
     pub fn front(&self) -> Option<(Front<'_>, bool)> {
         let q = self.0.as_ref()?;
@@ -372,6 +397,9 @@ impl Out {
             Some(Piece::File(range)) => {
                 range.offset += n as u64;
                 range.len -= n as u64;
+                if range.len == 0 {
+                    q.warmth = Warmth::default();
+                }
                 range.len == 0
             }
             Some(Piece::Pipe(pipe)) => {
@@ -400,6 +428,7 @@ impl Out {
         q.buf.clear();
         q.pos = 0;
         q.pieces.clear();
+        q.warmth = Warmth::default();
         if let Some(e) = q.endings.as_mut() {
             e.list.clear();
             e.drafts.clear();

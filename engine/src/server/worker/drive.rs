@@ -31,6 +31,12 @@ impl Worker {
                 return self.linger(c);
             }
             if !c.out.is_empty() || c.transport.has_backlog() {
+                // (Its file's bytes not read in yet: as far as they are.)
+                let ready = self.file_ready(c);
+                if ready == 0 {
+                    // (Driven again as they come in.)
+                    return true;
+                }
                 let before = c.out.written();
                 let limit = match c
                     .throttle
@@ -38,11 +44,13 @@ impl Worker {
                     .map(|t| t.take(self.clock.now, THROTTLE_CHUNK))
                 {
                     None => Limit {
-                        bytes: turn,
-                        throttled: false,
+                        bytes: turn.min(ready),
+                        // (The bytes after wait for the disk, as for a
+                        // throttle: none held back for them.)
+                        throttled: ready < turn,
                     },
                     Some(Ok(n)) => Limit {
-                        bytes: n.min(turn),
+                        bytes: n.min(turn).min(ready),
                         throttled: true,
                     },
                     Some(Err(when)) => {

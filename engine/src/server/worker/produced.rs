@@ -142,7 +142,7 @@ impl Worker {
     /// each.
     pub(super) fn take_streams(&mut self) {
         while let Some(idx) = self.wakeups.next_stream() {
-            let streaming = matches!(self.conns.get(idx), Some(c) if c.producing() || c.speaks_h2() || c.speaks_h3());
+            let streaming = matches!(self.conns.get(idx), Some(c) if c.producing() || c.speaks_h2() || c.speaks_h3() || c.out.reads_in());
             if streaming {
                 self.on_event(idx, false);
             }

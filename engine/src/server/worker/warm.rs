@@ -1,0 +1,61 @@
+//! Large files sent from the page cache only: a file range whose next
+//! turn of bytes is not cached is read in on the [`READING`] threads
+//! while the worker serves its other connections, and sent as it comes
+//! in (see [`crate::sys::cached`], which asks; nginx's `aio threads` does
+//! the like, when set). A connection waits for one read at a time, so the
+//! reads under way are bounded by the connections.
+//!
+//! Over HTTP/1.1, plain or TLS (sent by `sendfile`, or copied with
+//! `[static] sendfile = false` and over TLS). HTTP/2 queues its DATA
+//! frames' file bytes in pieces smaller than a range worth asking about
+//! ([`crate::sys::cached::ASKED_FROM`]): a cold file still makes its
+//! worker wait there.
+
+use std::sync::Arc;
+
+use super::{Worker, TURN};
+use crate::offload::{Offload, Task};
+use crate::server::conn::Conn;
+use crate::sys::cached::{self, Next};
+
+/// The threads that read files in (a disk serves a few reads at once
+/// well, and a slow one is not made faster by more).
+static READING: Offload<Task> = Offload::new("brisk-read", 4);
+
+/// Bytes read in at a time (and dropped: the page cache keeps them for
+/// the `sendfile` that follows), into the thread's stack (2 MiB); the
+/// worker is woken after each.
+const STEP: usize = 128 << 10;
+
+impl Worker {
+    /// How many bytes of `c`'s output may be sent now: none while the
+    /// file bytes it would send next are being read in (it is driven
+    /// again as they come in), nor once they have been found not cached
+    /// (their read in starts).
+    pub(super) fn file_ready(&mut self, c: &mut Conn) -> usize {
+        let Some((range, warmth)) = c.out.next_file() else {
+            return usize::MAX;
+        };
+        let (offset, len) = (range.offset, range.len.min(TURN as u64));
+        match warmth.next(&range.file, offset, range.len, len) {
+            Next::Send(n) => return n.min(usize::MAX as u64) as usize,
+            Next::Wait => return 0,
+            Next::Read => {}
+        }
+        let Ok(file) = range.file.try_clone() else {
+            return usize::MAX;
+        };
+        let reading = warmth.read(offset, len);
+        let r = Arc::clone(&reading);
+        let wake = self.router.wake_for(c.index);
+        let task = Task(Box::new(move || {
+            cached::warm(&file, &r, &mut [0; STEP], || wake.now());
+        }));
+        if READING.submit(task).is_err() {
+            // (No thread: sent from here, waiting for the disk as before.)
+            *warmth = Default::default();
+            return usize::MAX;
+        }
+        0
+    }
+}

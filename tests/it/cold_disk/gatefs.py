@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""A disk that does not answer until told: a FUSE filesystem (the kernel's
+protocol on /dev/fuse, spoken here with the standard library alone) of
+two read-only files, `large.bin` and `small.txt`, whose reads of
+`large.bin` are held until a line arrives on stdin (or stdin ends). The
+test sees a read held (a line `held` on stdout) and what the server does
+meanwhile.
+
+    gatefs.py MOUNTPOINT LARGE_FILE [MB_PER_S]
+
+`large.bin` holds the bytes of LARGE_FILE (read once, at start). With
+MB_PER_S, a slow disk instead (bench/cold-disk): no gate, each read of
+`large.bin` is answered once a disk of that rate, reading one request
+after the other, would have read it. Prints `mounted` once the mount is
+made. Ends at EOF on /dev/fuse (unmounted). Needs root (mount(2)).
+"""
+
+import ctypes
+import errno
+import os
+import select
+import time
+import struct
+import sys
+
+
+ROOT, LARGE, SMALL = 1, 2, 3
+IN_HEADER = struct.Struct("<IIQQIIIHH")  # 40 bytes
+OUT_HEADER = struct.Struct("<IiQ")  # 16 bytes
+LOOKUP, FORGET, GETATTR, OPEN, READ, STATFS, RELEASE = 1, 2, 3, 14, 15, 17, 18
+GETXATTR, LISTXATTR, FLUSH, INIT, OPENDIR, READDIR = 22, 23, 25, 26, 27, 28
+RELEASEDIR, ACCESS, INTERRUPT, DESTROY, BATCH_FORGET = 29, 34, 36, 38, 42
+
+
+def attr(node, size):
+    mode = 0o40555 if node == ROOT else 0o100444
+    nlink = 2 if node == ROOT else 1
+    # ino, size, blocks, atime, mtime, ctime, their nanoseconds, mode,
+    # nlink, uid, gid, rdev, blksize, flags
+    return struct.pack(
+        "<QQQQQQIIIIIIIIII",
+        node, size, (size + 511) // 512, 1_700_000_000, 1_700_000_000,
+        1_700_000_000, 0, 0, 0, mode, nlink, 0, 0, 0, 4096, 0,
+    )
+
+
+def main():
+    point = sys.argv[1]
+    # The slow disk: bytes a second, when it is next free, and the reads
+    # it is making (when each is done, in order).
+    rate = float(sys.argv[3]) * 1e6 if len(sys.argv) > 3 else None
+    disk_free, reading = 0.0, []
+    with open(sys.argv[2], "rb") as f:
+        files = {LARGE: f.read(), SMALL: b"small\n"}
+    names = {b"large.bin": LARGE, b"small.txt": SMALL}
+    size = {ROOT: 0, LARGE: len(files[LARGE]), SMALL: len(files[SMALL])}
+
+    fuse = os.open("/dev/fuse", os.O_RDWR)
+    libc = ctypes.CDLL(None, use_errno=True)
+    opts = f"fd={fuse},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
+    if libc.mount(b"gatefs", point.encode(), b"fuse.gatefs", 0, opts) != 0:
+        sys.exit(f"mount: {os.strerror(ctypes.get_errno())}")
+    print("mounted", flush=True)
+
+    held, gate_open = [], rate is not None
+    inputs = [fuse] if gate_open else [fuse, sys.stdin]
+
+    def reply(unique, err=0, body=b""):
+        os.write(fuse, OUT_HEADER.pack(16 + len(body), -err, unique) + body)
+
+    def read_reply(unique, node, body):
+        fh, offset, n = struct.unpack_from("<QQI", body)
+        reply(unique, 0, files[node][offset:offset + n])
+
+    while True:
+        while reading and reading[0][0] <= time.monotonic():
+            read_reply(*reading.pop(0)[1:])
+        wait = max(0.0, reading[0][0] - time.monotonic()) if reading else None
+        ready, _, _ = select.select(inputs, [], [], wait)
+        if sys.stdin in ready:
+            if not sys.stdin.readline():
+                inputs.remove(sys.stdin)  # (at EOF: the gate opens too)
+            gate_open = True
+            for unique, node, body in held:
+                read_reply(unique, node, body)
+            held.clear()
+        if fuse not in ready:
+            continue
+        try:
+            msg = os.read(fuse, 1 << 20)
+        except OSError as e:
+            if e.errno in (errno.ENODEV, errno.EBADF):
+                return
+            if e.errno in (errno.EINTR, errno.ENOENT, errno.EAGAIN):
+                continue
+            raise
+        if not msg:
+            return
+        _, op, unique, node, *_ = IN_HEADER.unpack_from(msg)
+        body = msg[IN_HEADER.size:]
+        if op == INIT:
+            major, minor, readahead, _flags = struct.unpack_from("<IIII", body)
+            # major, minor, max_readahead, flags (FUSE_ASYNC_READ),
+            # max_background, congestion_threshold, max_write, time_gran,
+            # max_pages, map_alignment, flags2, unused
+            out = struct.pack("<IIIIHHIIHHI7I", 7, min(minor, 31), readahead, 1,
+                              16, 12, 128 << 10, 1, 32, 0, 0, *([0] * 7))
+            reply(unique, 0, out)
+        elif op == LOOKUP:
+            child = names.get(body.rstrip(b"\0"))
+            if node != ROOT or child is None:
+                reply(unique, errno.ENOENT)
+            else:
+                # nodeid, generation, entry and attribute validity (1 s)
+                out = struct.pack("<QQQQII", child, 0, 1, 1, 0, 0)
+                reply(unique, 0, out + attr(child, size[child]))
+        elif op == GETATTR:
+            reply(unique, 0, struct.pack("<QII", 1, 0, 0) + attr(node, size[node]))
+        elif op in (OPEN, OPENDIR):
+            reply(unique, 0, struct.pack("<QII", 0, 0, 0))
+        elif op == READ:
+            if node == LARGE and not gate_open:
+                held.append((unique, node, body))
+                print("held", flush=True)
+            elif node == LARGE and rate:
+                n = struct.unpack_from("<QQI", body)[2]
+                disk_free = max(time.monotonic(), disk_free) + n / rate
+                reading.append((disk_free, unique, node, body))
+            else:
+                read_reply(unique, node, body)
+        elif op == READDIR:
+            reply(unique)  # (empty: nothing is listed)
+        elif op == STATFS:
+            # blocks, bfree, bavail, files, ffree, bsize, namelen, frsize,
+            # padding, spare
+            reply(unique, 0, struct.pack("<QQQQQIIII6I", 0, 0, 0, 0, 0, 4096, 255, 4096, 0,
+                                         *([0] * 6)))
+        elif op in (RELEASE, RELEASEDIR, FLUSH, ACCESS):
+            reply(unique)
+        elif op in (FORGET, BATCH_FORGET, INTERRUPT):
+            pass  # (no answer is expected)
+        elif op == DESTROY:
+            reply(unique)
+            return
+        else:
+            reply(unique, errno.ENOSYS)
+
+
+if __name__ == "__main__":
+    main()
