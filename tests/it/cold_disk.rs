@@ -90,34 +90,42 @@ impl Drop for Gate {
     }
 }
 
-/// Asks for the large file while the disk holds its reads, then for the
-/// small one on another connection: the small answer comes while the
-/// large file's read is still held. Then the disk answers, and the large
-/// file arrives whole. `tls`: over TLS (the site's second listener).
-fn the_others_are_served_while_the_disk_is_read(config: &str, tls: bool) {
+/// A site of one worker with `config` whose root is the gated disk
+/// (`listeners` of them), started: `None` (said) without root or FUSE.
+/// The gate is declared first: dropped after the server.
+fn on_the_gated_disk(config: &str, listeners: usize) -> Option<(Gate, Server)> {
     // SAFETY: no arguments, no side effects.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
         skip("a FUSE mount needs root and /dev/fuse");
-        return;
+        return None;
     }
     let mut b = Builder::new();
     b.workers(1).config(config);
-    if tls {
-        b.listeners(2);
+    if listeners > 1 {
+        b.listeners(listeners);
     }
     let source = b.base().join("large.src");
     std::fs::write(&source, pattern(LARGE)).unwrap();
-    // (Declared before the server: dropped after it.)
-    let mut gate = match Gate::mount(b.root(), &source) {
+    let gate = match Gate::mount(b.root(), &source) {
         Ok(g) => g,
         Err(e) => {
             skip(&format!(
                 "the FUSE filesystem could not be mounted here: {e}"
             ));
-            return;
+            return None;
         }
     };
-    let s = b.start();
+    Some((gate, b.start()))
+}
+
+/// Asks for the large file while the disk holds its reads, then for the
+/// small one on another connection: the small answer comes while the
+/// large file's read is still held. Then the disk answers, and the large
+/// file arrives whole. `tls`: over TLS (the site's second listener).
+fn the_others_are_served_while_the_disk_is_read(config: &str, tls: bool) {
+    let Some((mut gate, s)) = on_the_gated_disk(config, 1 + usize::from(tls)) else {
+        return;
+    };
     let addr = s.addrs[usize::from(tls)];
     let mut large = Client::connect(addr);
     let mut small = Client::connect(addr);
@@ -148,4 +156,45 @@ fn a_large_file_copied_from_a_slow_disk_holds_no_other_client() {
 #[test]
 fn a_large_file_over_tls_from_a_slow_disk_holds_no_other_client() {
     the_others_are_served_while_the_disk_is_read(&tls::section(&["a"], ""), true);
+}
+
+/// HTTP/2 in cleartext (a file's frames from a mapping of it): the small
+/// file, asked for on the same connection and on another, is answered on
+/// both while the large file's read is held.
+#[cfg(feature = "http2")]
+#[test]
+fn a_large_file_over_http2_from_a_slow_disk_holds_no_other_stream() {
+    use common::h2::{Answer, H2};
+    let Some((mut gate, s)) = on_the_gated_disk("", 1) else {
+        return;
+    };
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let large = c.get("/large.bin", &[]);
+    gate.wait_held();
+    let mut other = H2::connect(s.addr(), &[], 0);
+    let small = other.get("/small.txt", &[]);
+    let a = other.answers(&[small]);
+    assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"small\n"[..]));
+    // The small answer on the same connection, then (the disk let go)
+    // the large one, its head sent before its body waited.
+    let small = c.get("/small.txt", &[]);
+    let (mut a, mut done) = ([Answer::default(), Answer::default()], [false, false]);
+    while !done[1] {
+        let f = c.frame().expect("the answers");
+        if f.stream == 0 {
+            continue;
+        }
+        let i = usize::from(f.stream == large);
+        assert!(f.stream == large || f.stream == small, "{f:?}");
+        let mut credit = Vec::new();
+        done[i] |= a[i].take(f, &mut credit);
+        c.send(&credit);
+        if i == 0 && done[0] && !done[1] {
+            assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"small\n"[..]));
+            gate.open();
+        }
+    }
+    assert!(done[0], "the small answer");
+    assert_eq!(a[1].status(), "200");
+    assert!(a[1].body == pattern(LARGE), "the large file, byte for byte");
 }

@@ -12,6 +12,7 @@ use super::Piece;
 use crate::access::throttle::Throttle;
 use crate::log::Draft;
 use crate::server::exchange::ExchangeId;
+use crate::sys::cached::Warmth;
 
 /// What a stream's answer holds until its last byte is framed, with
 /// `O`, what its protocol keeps of its own.
@@ -68,6 +69,9 @@ pub struct Answer<O = ()> {
     /// The producer's trailer fields (field lines; empty: none): a
     /// HEADERS frame ends the stream after the last DATA.
     pub trailers: Vec<u8>,
+    /// Whether its file's next bytes are in the page cache (HTTP/2:
+    /// `worker::warm`).
+    pub warmth: Warmth,
     /// What its protocol keeps of its own.
     pub own: O,
 }
@@ -93,6 +97,7 @@ impl<O: Default> Answer<O> {
             window_since: None,
             expect: None,
             trailers: Vec::new(),
+            warmth: Warmth::default(),
             own: O::default(),
         }
     }

@@ -6,17 +6,17 @@
 //! reads under way are bounded by the connections.
 //!
 //! Over HTTP/1.1, plain or TLS (sent by `sendfile`, or copied with
-//! `[static] sendfile = false` and over TLS). HTTP/2 queues its DATA
-//! frames' file bytes in pieces smaller than a range worth asking about
-//! ([`crate::sys::cached::ASKED_FROM`]): a cold file still makes its
-//! worker wait there.
+//! `[static] sendfile = false` and over TLS), and HTTP/2, where an answer
+//! whose bytes are being read in is passed over (paused) while the
+//! connection's other answers go on. (HTTP/3 still reads a cold file on
+//! the loop.)
 
-use std::sync::Arc;
+use std::fs::File;
 
 use super::{Worker, TURN};
 use crate::offload::{Offload, Task};
 use crate::server::conn::Conn;
-use crate::sys::cached::{self, Next};
+use crate::sys::cached::{self, Next, Warmth};
 
 /// The threads that read files in (a disk serves a few reads at once
 /// well, and a slow one is not made faster by more).
@@ -33,27 +33,41 @@ impl Worker {
     /// again as they come in), nor once they have been found not cached
     /// (their read in starts).
     pub(super) fn file_ready(&mut self, c: &mut Conn) -> usize {
+        let index = c.index;
         let Some((range, warmth)) = c.out.next_file() else {
             return usize::MAX;
         };
-        let (offset, len) = (range.offset, range.len.min(TURN as u64));
-        match warmth.next(&range.file, offset, range.len, len) {
+        self.warm(index, &range.file, warmth, range.offset, range.len)
+    }
+
+    /// How many of the `len` bytes of `file` from `offset` that connection
+    /// `conn` sends next (`warmth` tells what is known of them) may be
+    /// sent now: as [`Worker::file_ready`].
+    pub(super) fn warm(
+        &self,
+        conn: usize,
+        file: &File,
+        warmth: &mut Warmth,
+        offset: u64,
+        len: u64,
+    ) -> usize {
+        let turn = len.min(TURN as u64);
+        match warmth.next(file, offset, len, turn) {
             Next::Send(n) => return n.min(usize::MAX as u64) as usize,
             Next::Wait => return 0,
             Next::Read => {}
         }
-        let Ok(file) = range.file.try_clone() else {
+        let Ok(file) = file.try_clone() else {
             return usize::MAX;
         };
-        let reading = warmth.read(offset, len);
-        let r = Arc::clone(&reading);
-        let wake = self.router.wake_for(c.index);
+        let reading = warmth.read(offset, turn);
+        let wake = self.router.wake_for(conn);
         let task = Task(Box::new(move || {
-            cached::warm(&file, &r, &mut [0; STEP], || wake.now());
+            cached::warm(&file, &reading, &mut [0; STEP], || wake.now());
         }));
         if READING.submit(task).is_err() {
             // (No thread: sent from here, waiting for the disk as before.)
-            *warmth = Default::default();
+            *warmth = Warmth::default();
             return usize::MAX;
         }
         0

@@ -545,6 +545,7 @@ impl Worker {
     /// Frames the answers' bodies as the windows allow, smallest first,
     /// until the output queue holds enough for now.
     pub(super) fn h2_send(&mut self, c: &mut Conn) {
+        let index = c.index;
         self.lend_out(c);
         self.h2_pump_runs(c);
         // Throttled answers over their rates wait (paused) for the
@@ -602,6 +603,17 @@ impl Worker {
             if let (true, Piece::File(_, offset, _)) = (map, &piece) {
                 // (A batch within one mapping.)
                 n = n.min(mapped::room(*offset) as usize);
+            }
+            if let Piece::File(file, offset, len) = &*piece {
+                // (Not before its bytes are read in, off the loop, if they
+                // are not cached: the other answers go on meanwhile.)
+                match self.warm(index, file, &mut a.warmth, *offset, *len) {
+                    0 => {
+                        s.conn.pause(id);
+                        continue;
+                    }
+                    ready => n = n.min(ready),
+                }
             }
             if let Some(t) = &a.throttle {
                 match t.take(self.clock.now, n) {
