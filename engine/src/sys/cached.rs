@@ -93,7 +93,7 @@ pub struct Reading {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// Send at most so many of its bytes: they are cached (`u64::MAX`:
-    /// nobody can tell, send on).
+    /// a range too short to ask about).
     Send(u64),
     /// Wait: its next bytes are being read in.
     Wait,
