@@ -23,8 +23,9 @@ use crate::sys::cached::{self, Next, Warmth};
 static READING: Offload<Task> = Offload::new("brisk-read", 4);
 
 /// Bytes read in at a time (and dropped: the page cache keeps them for
-/// the `sendfile` that follows), into the thread's stack (2 MiB); the
-/// worker is woken after each.
+/// the `sendfile` that follows), into a buffer of the job's own (freed
+/// with it: a thread's stack would keep its pages); the worker is woken
+/// after each.
 const STEP: usize = 128 << 10;
 
 impl Worker {
@@ -63,7 +64,7 @@ impl Worker {
         let reading = warmth.read(offset, turn);
         let wake = self.router.wake_for(conn);
         let task = Task(Box::new(move || {
-            cached::warm(&file, &reading, &mut [0; STEP], || wake.now());
+            cached::warm(&file, &reading, &mut vec![0; STEP], || wake.now());
         }));
         if READING.submit(task).is_err() {
             // (No thread: sent from here, waiting for the disk as before.)
