@@ -25,8 +25,8 @@ mod auth;
 mod body_limits;
 mod cgi;
 mod cli;
-#[cfg(feature = "compress")]
 mod cold_disk;
+#[cfg(feature = "compress")]
 mod compress;
 mod confinement;
 #[cfg(feature = "sites")]
