@@ -110,6 +110,9 @@ struct Queue {
     /// (see `server::worker::warm`; a flush never goes past a file range
     /// before it is all sent).
     warmth: Warmth,
+    /// How many file ranges are queued (most queues hold none: then
+    /// [`Out::next_file`] looks no further).
+    files: u32,
 }
 
 /// The answers whose last byte is queued, in order, with their drafted
@@ -132,6 +135,7 @@ impl Out {
             written: 0,
             endings: None,
             warmth: Warmth::default(),
+            files: 0,
         })))
     }
 
@@ -288,7 +292,9 @@ impl Out {
     pub fn push_file(&mut self, file: Rc<File>, offset: u64, len: u64) {
         if len > 0 {
             let range = FileRange { file, offset, len };
-            self.queue().pieces.push_back(Piece::File(range));
+            let q = self.queue();
+            q.pieces.push_back(Piece::File(range));
+            q.files += 1;
         }
     }
 
@@ -357,7 +363,7 @@ impl Out {
     /// The file range a flush reaches first, unless a pipe or mapped
     /// range comes before it: the front piece, or the one behind bytes.
     pub fn next_file(&mut self) -> Option<(&FileRange, &mut Warmth)> {
-        let q = self.0.as_mut()?;
+        let q = self.0.as_mut().filter(|q| q.files > 0)?;
         let at = usize::from(matches!(q.pieces.front(), Some(Piece::Bytes(_))));
         match q.pieces.get(at) {
             Some(Piece::File(range)) => Some((range, &mut q.warmth)),
@@ -399,6 +405,7 @@ impl Out {
                 range.len -= n as u64;
                 if range.len == 0 {
                     q.warmth = Warmth::default();
+                    q.files -= 1;
                 }
                 range.len == 0
             }
@@ -429,6 +436,7 @@ impl Out {
         q.pos = 0;
         q.pieces.clear();
         q.warmth = Warmth::default();
+        q.files = 0;
         if let Some(e) = q.endings.as_mut() {
             e.list.clear();
             e.drafts.clear();
