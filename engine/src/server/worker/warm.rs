@@ -33,7 +33,7 @@ impl Worker {
     /// file bytes it would send next are being read in (it is driven
     /// again as they come in), nor once they have been found not cached
     /// (their read in starts).
-    pub(super) fn file_ready(&mut self, c: &mut Conn) -> usize {
+    pub(super) fn file_ready(&self, c: &mut Conn) -> usize {
         let index = c.index;
         let Some((range, warmth)) = c.out.next_file() else {
             return usize::MAX;
