@@ -198,3 +198,41 @@ fn a_large_file_over_http2_from_a_slow_disk_holds_no_other_stream() {
     assert_eq!(a[1].status(), "200");
     assert!(a[1].body == pattern(LARGE), "the large file, byte for byte");
 }
+
+/// HTTP/3: the small file, asked for on another QUIC connection, is
+/// answered while the large file's read is held; then the large one
+/// arrives whole. (Before, the worker read a frame of the file on its
+/// loop: the small answer did not come, and aioquic's client gave up.)
+#[cfg(feature = "http3")]
+#[test]
+fn a_large_file_over_http3_from_a_slow_disk_holds_no_other_connection() {
+    use serde_json::json;
+    use sha2::Digest;
+    let config = format!("{}[http3]\nenable = true\n", tls::section(&["a"], ""));
+    let Some((mut gate, s)) = on_the_gated_disk(&config, 2) else {
+        return;
+    };
+    let port = s.addrs[1].port();
+    let get = |path: &str| json!([{"method": "GET", "path": path}]);
+    let Some(spec) = super::h3::spec(port, get("/large.bin"), json!({"timeout": 60})) else {
+        return;
+    };
+    let large = super::h3::client_with(&spec);
+    gate.wait_held();
+    // (A worker waiting for the disk answers nothing: the client's 10 s
+    // run out, and it says so.)
+    let spec = super::h3::spec(port, get("/small.txt"), json!({"timeout": 10})).expect("aioquic");
+    let small = super::h3::answer("client.py", &spec);
+    let small = &small["responses"][0];
+    assert_eq!(
+        (&small["headers"][0][1], &small["text"]),
+        (&json!("200"), &json!("small\n"))
+    );
+    gate.open();
+    let large = super::h3::printed("client.py", large);
+    let large = &large["responses"][0];
+    assert_eq!(large["headers"][0][1], "200");
+    assert_eq!(large["length"], LARGE);
+    let sum = super::h3::hex(&sha2::Sha256::digest(pattern(LARGE)));
+    assert_eq!(large["sha256"], sum);
+}

@@ -61,12 +61,20 @@ fn h3_with(server: &Server, requests: Value, sequential: bool) -> Option<Value> 
 
 /// As [`h3`], with the client's other options `more` (an object).
 fn h3_spec(server: &Server, requests: Value, more: Value) -> Option<Value> {
+    let spec = spec(server.addr().port(), requests, more)?;
+    Some(answer("client.py", &spec))
+}
+
+/// The client's spec for `requests` to `port` (the UDP side of a TLS
+/// listener) with its other options `more` (an object); `None`, after
+/// saying the test skips, without aioquic.
+pub(crate) fn spec(port: u16, requests: Value, more: Value) -> Option<Value> {
     if !aioquic() {
         skip("python3 with aioquic not available (pip install aioquic)");
         return None;
     }
     let mut spec = json!({
-        "port": server.addr().port(),
+        "port": port,
         "ca": testdata("ca.pem"),
         "sni": "a.test",
         "requests": requests,
@@ -75,13 +83,19 @@ fn h3_spec(server: &Server, requests: Value, more: Value) -> Option<Value> {
     for (k, v) in more.as_object().expect("options") {
         spec[k] = v.clone();
     }
-    Some(answer("client.py", &spec))
+    Some(spec)
 }
 
 /// What script `name` of tests/it/h3/ printed for `spec` (its JSON), once
 /// it ended well.
-fn answer(name: &str, spec: &Value) -> Value {
-    let out = script_with(name, spec).wait_with_output().expect(name);
+pub(crate) fn answer(name: &str, spec: &Value) -> Value {
+    printed(name, script_with(name, spec))
+}
+
+/// What script `name` of tests/it/h3/, started as `child`, printed (its
+/// JSON), once it ended well.
+pub(crate) fn printed(name: &str, child: std::process::Child) -> Value {
+    let out = child.wait_with_output().expect(name);
     assert!(
         out.status.success(),
         "{name} failed: {}",
@@ -91,7 +105,7 @@ fn answer(name: &str, spec: &Value) -> Value {
 }
 
 /// The client script started on `spec` (given on its stdin, closed).
-fn client_with(spec: &Value) -> std::process::Child {
+pub(crate) fn client_with(spec: &Value) -> std::process::Child {
     script_with("client.py", spec)
 }
 
@@ -325,7 +339,7 @@ fn peak_kib(s: &Server) -> u64 {
     kib.expect("VmHWM").expect("a number")
 }
 
-fn hex(b: &[u8]) -> String {
+pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|b| format!("{b:02x}")).collect()
 }
 

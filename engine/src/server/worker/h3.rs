@@ -586,7 +586,7 @@ impl Worker {
     /// Moves every answer of `c` into its stream as far as the stream
     /// takes it; those that are all in (or whose stream went) are done.
     pub(super) fn h3_send(&mut self, c: &mut Conn) {
-        let (mut i, now) = (0, self.clock.now);
+        let (mut i, now, index) = (0, self.clock.now, c.index);
         let mut wake: Option<Instant> = None;
         let mut moved = false;
         // Streams that refused a write in this pass, and whether a write
@@ -608,8 +608,17 @@ impl Worker {
                 i += 1;
                 continue;
             }
+            // (A file's next bytes are framed only once they are cached:
+            // if they are not, they are read in off the loop, whose wake
+            // drives the connection again, and the other answers go on.)
+            let ready = match a.pieces.front() {
+                Some(Piece::File(file, offset, len)) => {
+                    self.warm(index, file, &mut a.warmth, *offset, *len)
+                }
+                _ => usize::MAX,
+            };
             let mut wrote = false;
-            let pushed = push(&mut s.quic, a, now, &mut wrote);
+            let pushed = push(&mut s.quic, a, now, &mut wrote, ready);
             if wrote {
                 moved = true;
                 for r in &mut refused {
@@ -679,7 +688,6 @@ impl Worker {
                 }
             }
         }
-        let index = c.index;
         if let (Some(when), Some(s)) = (wake, c.h3_mut()) {
             if s.pacing.throttle_wake(when, now) {
                 self.timers.wake_at(when, index);
@@ -908,6 +916,7 @@ fn push(
     a: &mut Answer,
     now: Instant,
     moved: &mut bool,
+    mut ready: usize,
 ) -> io::Result<Pushed> {
     // (`timeouts.send` runs while the stream takes none of it: see
     // `Worker::h3_send`.)
@@ -924,7 +933,7 @@ fn push(
         let empty = a.own.bytes.is_empty();
         let join = a.own.at == 0 && a.own.bytes.len() < JOINED && (empty || a.throttle.is_none());
         let held = match join {
-            true => frame(a, now)?,
+            true => frame(a, now, &mut ready)?,
             false => None,
         };
         if a.own.at < a.own.bytes.len() {
@@ -945,7 +954,8 @@ fn push(
         if let Some(when) = held {
             return Ok(Pushed::Wait(when));
         }
-        if a.open {
+        // (A file's bytes not read in yet: see `Worker::h3_send`.)
+        if a.open || !a.pieces.is_empty() {
             return Ok(Pushed::Blocked(false));
         }
         if a.broken {
@@ -968,14 +978,21 @@ const JOINED: usize = 4096;
 /// 256 KiB by default, bounds it there).
 const HELD_WHILE_CHECKED: usize = 256 << 10;
 
-/// Appends answer `a`'s next piece (up to [`FRAME`] bytes of it), if it
-/// has one, as a DATA frame to its bytes; or, if its throttle holds the
-/// piece back, when it lets it go.
-fn frame(a: &mut Answer, now: Instant) -> io::Result<Option<Instant>> {
+/// Appends answer `a`'s next piece (up to [`FRAME`] bytes of it, and of
+/// a file no more than the `ready` bytes known cached, counted down), if
+/// it has one, as a DATA frame to its bytes; or, if its throttle holds
+/// the piece back, when it lets it go.
+fn frame(a: &mut Answer, now: Instant, ready: &mut usize) -> io::Result<Option<Instant>> {
     let Some(piece) = a.pieces.front_mut() else {
         return Ok(None);
     };
     let mut n = (piece.len() as usize).min(FRAME);
+    if let Piece::File(..) = piece {
+        n = n.min(*ready);
+        if n == 0 {
+            return Ok(None);
+        }
+    }
     if let Some(t) = &a.throttle {
         match t.take(now, n) {
             Ok(allowed) => n = allowed,
@@ -1005,6 +1022,7 @@ fn frame(a: &mut Answer, now: Instant) -> io::Result<Option<Instant>> {
             read_behind_prefixes(&mut a.own.bytes, file, *offset, &[(&h, n)])?;
             *offset += n as u64;
             *len -= n as u64;
+            *ready -= n;
         }
     }
     a.own.body_sent += n as u64;

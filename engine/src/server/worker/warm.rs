@@ -6,10 +6,9 @@
 //! reads under way are bounded by the connections.
 //!
 //! Over HTTP/1.1, plain or TLS (sent by `sendfile`, or copied with
-//! `[static] sendfile = false` and over TLS), and HTTP/2, where an answer
-//! whose bytes are being read in is passed over (paused) while the
-//! connection's other answers go on. (HTTP/3 still reads a cold file on
-//! the loop.)
+//! `[static] sendfile = false` and over TLS), and HTTP/2 and HTTP/3,
+//! where an answer whose bytes are being read in is passed over (paused)
+//! while the connection's other answers go on.
 
 use std::fs::File;
 
