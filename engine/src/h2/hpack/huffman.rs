@@ -201,7 +201,78 @@ pub fn encode(s: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Appends the Huffman-coded string `input`, decoded, to `out`.
+///
+/// A string decoded lately on this thread is not decoded again: clients
+/// that use no dynamic table (QPACK's, with Go's quic-go or hyperium's
+/// h3; HPACK's, with some) send the same `:authority`, `user-agent` and
+/// the like, coded alike, in every request. [`Memo`] keeps the last few
+/// short ones.
 pub fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HuffmanError> {
+    if input.len() > MEMO_LEN {
+        return decode_uncached(input, out);
+    }
+    MEMO.with_borrow_mut(|m| {
+        if let Some(plain) = m.get(input) {
+            out.extend_from_slice(plain);
+            return Ok(());
+        }
+        let start = out.len();
+        decode_uncached(input, out)?;
+        m.put(input, &out[start..]);
+        Ok(())
+    })
+}
+
+/// The longest coded string [`Memo`] keeps.
+const MEMO_LEN: usize = 64;
+
+/// How many strings [`Memo`] keeps.
+const MEMO_SLOTS: usize = 4;
+
+std::thread_local! {
+    static MEMO: std::cell::RefCell<Memo> = const { std::cell::RefCell::new(Memo::new()) };
+}
+
+/// The last [`MEMO_SLOTS`] coded strings of up to [`MEMO_LEN`] bytes
+/// decoded on a thread, and what they decode to (the oldest makes room
+/// for a new one): at most ~1 KiB a worker.
+struct Memo {
+    /// `(coded, decoded)`.
+    slots: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The slot the next new string takes, once all are used.
+    next: usize,
+}
+
+impl Memo {
+    const fn new() -> Memo {
+        Memo {
+            slots: Vec::new(),
+            next: 0,
+        }
+    }
+
+    fn get(&self, coded: &[u8]) -> Option<&[u8]> {
+        let hit = self.slots.iter().find(|(c, _)| c == coded);
+        hit.map(|(_, plain)| plain.as_slice())
+    }
+
+    fn put(&mut self, coded: &[u8], plain: &[u8]) {
+        if self.slots.len() < MEMO_SLOTS {
+            self.slots.push((coded.to_vec(), plain.to_vec()));
+            return;
+        }
+        // (The slot's buffers are reused.)
+        let (c, p) = &mut self.slots[self.next];
+        c.clear();
+        c.extend_from_slice(coded);
+        p.clear();
+        p.extend_from_slice(plain);
+        self.next = (self.next + 1) % MEMO_SLOTS;
+    }
+}
+
+/// [`decode`], without its memo.
+fn decode_uncached(input: &[u8], out: &mut Vec<u8>) -> Result<(), HuffmanError> {
     let start = out.len();
     // (At most a symbol for each 5 bits, the shortest code.)
     out.resize(start + input.len() * 8 / 5, 0);
@@ -419,6 +490,47 @@ mod tests {
             let mut out = b"kept".to_vec();
             let got = decode(&input, &mut out).map(|()| out[4..].to_vec());
             assert_eq!(got, decode_bit_by_bit(&input, &codes), "{input:02x?}");
+        }
+    }
+
+    #[test]
+    fn strings_decoded_again_come_from_the_memo_as_they_decode() {
+        let plain: Vec<&[u8]> = vec![
+            b"127.0.0.1:8443",
+            b"/index.html",
+            b"www.example.com",
+            b"Go-http-client/3.0",
+            b"/a",
+            b"x",
+            b"",
+        ];
+        let coded: Vec<Vec<u8>> = plain
+            .iter()
+            .map(|p| {
+                let mut c = Vec::new();
+                encode(p, &mut c);
+                c
+            })
+            .collect();
+        // More strings than slots, in an order that hits and misses.
+        for round in 0..40 {
+            let i = (round * 5 + round / 3) % plain.len();
+            let mut out = b"kept".to_vec();
+            assert_eq!(decode(&coded[i], &mut out), Ok(()));
+            assert_eq!(&out[4..], plain[i], "round {round}");
+            // (A bad string is never kept: refused each time.)
+            let mut bad = coded[i].clone();
+            bad.extend_from_slice(&[0xff; 4]);
+            assert!(decode(&bad, &mut out).is_err());
+            assert_eq!(&out[4..], plain[i]);
+        }
+        // One too long for the memo decodes as well.
+        let long = [b'a'; 200];
+        let mut c = Vec::new();
+        encode(&long, &mut c);
+        for _ in 0..2 {
+            let mut out = Vec::new();
+            assert_eq!((decode(&c, &mut out), &out[..]), (Ok(()), &long[..]));
         }
     }
 

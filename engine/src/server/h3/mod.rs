@@ -47,6 +47,9 @@ pub struct Session {
     pub deadline: Option<Instant>,
     /// Answers with body bytes left, and requests waiting for a body.
     pub answers: Vec<Answer>,
+    /// Answers were left after the last pass over them (see
+    /// `Worker::h3_send`): the next begins one further on.
+    pub rotate: bool,
     /// Request streams whose answer went whole into the stream, which
     /// quinn-proto holds until the client acknowledged it all (or stopped
     /// it): until then the connection is not done with them, and a close
@@ -134,6 +137,7 @@ impl Session {
             socket,
             deadline: None,
             answers: Vec::new(),
+            rotate: false,
             unacked: Vec::new(),
             acks: 0,
             acked_at: now,

@@ -594,11 +594,13 @@ impl Worker {
         // refused for their own window, not the connection's: the
         // connection's room only shrinks within a pass).
         let mut refused: Vec<(u32, bool)> = Vec::new();
-        // (Each pass begins one answer further on: each has its turn to
-        // take the connection's room first, so one waiting only for the
-        // connection's room is not passed over for long, and one whose
-        // own window is shut is found so whatever its place.)
-        if let Some(s) = c.h3_mut().filter(|s| s.answers.len() > 1) {
+        // (Each pass after one that left answers begins one answer
+        // further on: each has its turn to take the connection's room
+        // first, so one waiting only for the connection's room is not
+        // passed over for long, and one whose own window is shut is found
+        // so whatever its place. Answers all done need no turns: nothing
+        // is moved then.)
+        if let Some(s) = c.h3_mut().filter(|s| s.rotate && s.answers.len() > 1) {
             s.answers.rotate_left(1);
         }
         loop {
@@ -682,6 +684,7 @@ impl Worker {
         // window only when no other answer got any. (quinn-proto does not
         // say which window held a stream.)
         if let Some(s) = c.h3_mut() {
+            s.rotate = s.answers.len() > 1;
             for (id, own) in refused {
                 if let Some(a) = s.answer(id).filter(|_| own || !moved) {
                     a.window_since.get_or_insert(now);
