@@ -72,6 +72,22 @@ impl Gate {
         }
     }
 
+    /// How many reads of the large file came so far.
+    fn reads(&mut self) -> u64 {
+        let stdin = self.child.stdin.as_mut().expect("gatefs's input");
+        stdin.write_all(b"count\n").expect("gatefs's input");
+        stdin.flush().expect("gatefs's input");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.out.read_line(&mut line).expect("gatefs's output");
+            assert!(n > 0, "gatefs ended");
+            if let Some(n) = line.trim().strip_prefix("reads ") {
+                return n.parse().expect("a count");
+            }
+        }
+    }
+
     /// Lets every read, held and to come, go.
     fn open(&mut self) {
         if let Some(stdin) = self.child.stdin.as_mut() {
@@ -94,6 +110,11 @@ impl Drop for Gate {
 /// (`listeners` of them), started: `None` (said) without root or FUSE.
 /// The gate is declared first: dropped after the server.
 fn on_the_gated_disk(config: &str, listeners: usize) -> Option<(Gate, Server)> {
+    on_the_gated_disk_of(config, listeners, LARGE)
+}
+
+/// As [`on_the_gated_disk`], the large file `large` bytes long.
+fn on_the_gated_disk_of(config: &str, listeners: usize, large: usize) -> Option<(Gate, Server)> {
     // SAFETY: no arguments, no side effects.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
         skip("a FUSE mount needs root and /dev/fuse");
@@ -105,7 +126,7 @@ fn on_the_gated_disk(config: &str, listeners: usize) -> Option<(Gate, Server)> {
         b.listeners(listeners);
     }
     let source = b.base().join("large.src");
-    std::fs::write(&source, pattern(LARGE)).unwrap();
+    std::fs::write(&source, pattern(large)).unwrap();
     let gate = match Gate::mount(b.root(), &source) {
         Ok(g) => g,
         Err(e) => {
@@ -197,6 +218,64 @@ fn a_large_file_over_http2_from_a_slow_disk_holds_no_other_stream() {
     assert!(done[0], "the small answer");
     assert_eq!(a[1].status(), "200");
     assert!(a[1].body == pattern(LARGE), "the large file, byte for byte");
+}
+
+/// Clients that ask for ranges of a large file and go while the disk
+/// holds the reads: once it lets go, each read stops with its client (a
+/// step, not its turn of 2 MiB), and the descriptors the reads held are
+/// given back. (Before, each read went on to its turn's end: a client
+/// that asked and went cost the disk 2 MiB, as often as it liked.)
+#[test]
+fn reads_for_clients_that_went_stop_with_them() {
+    const CLIENTS: u64 = 12;
+    let Some((mut gate, s)) = on_the_gated_disk_of("", 1, 64 << 20) else {
+        return;
+    };
+    // The server's descriptors of the large file: the file cache's, and
+    // a duplicate for each read in under way or queued.
+    // The server's descriptors whose link says `what`: of the large file,
+    // the file cache's and a duplicate for each read in under way or
+    // queued.
+    let fds = |what: &str| {
+        let links = std::fs::read_dir(format!("/proc/{}/fd", s.pid())).unwrap();
+        let links = links.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok());
+        links.filter(|l| l.to_string_lossy().contains(what)).count()
+    };
+    let until = |what: &str, done: &dyn Fn(usize) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done(fds(what)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: {}",
+                fds(what)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let clients: Vec<Client> = (0..CLIENTS)
+        .map(|i| {
+            let mut c = Client::connect(s.addr());
+            let range = i * (4 << 20);
+            c.send(
+                format!("GET /large.bin HTTP/1.1\r\nHost: a.test\r\nRange: bytes={range}-\r\n\r\n")
+                    .as_bytes(),
+            );
+            c
+        })
+        .collect();
+    gate.wait_held();
+    // (Every read asked for: the file cache's descriptor, and each's.)
+    until("large.bin", &|n| n > CLIENTS as usize);
+    drop(clients);
+    gate.open();
+    // (The reads' descriptors given back.)
+    until("large.bin", &|n| n <= 1);
+    let reads = gate.reads();
+    // (Each read goes on until its connection finds its client gone,
+    // trying to send what was read: a step or two, and the kernel's
+    // read-ahead beside them. The reads' turns were 16 steps each: 192
+    // reads and more.)
+    assert!(reads <= 8 * CLIENTS, "{reads} reads of the large file");
 }
 
 /// HTTP/3: the small file, asked for on another QUIC connection, is

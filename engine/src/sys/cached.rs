@@ -155,11 +155,14 @@ const PAGE: u64 = 4096;
 /// for the disk (on a thread of its own: see the module documentation),
 /// in steps of `buf`'s length; `moved` is called after each (with the
 /// new bytes counted in `reading` first). An error ends it at once, as if
-/// all was read: the send that follows meets the error.
-pub fn warm(file: &File, reading: &Reading, buf: &mut [u8], moved: impl Fn()) {
+/// all was read: the send that follows meets the error. It stops before
+/// its next step once nothing else holds `reading` (the [`Warmth`] that
+/// asked for it went with its answer or its connection): a client that
+/// asks and goes costs the disk one step, not a turn.
+pub fn warm(file: &File, reading: &Arc<Reading>, buf: &mut [u8], moved: impl Fn()) {
     use std::os::unix::fs::FileExt;
     let mut at = reading.done.load(Ordering::Relaxed);
-    while at < reading.end {
+    while at < reading.end && Arc::strong_count(reading) > 1 {
         let want = (reading.end - at).min(buf.len() as u64) as usize;
         at = match file.read_at(&mut buf[..want], at) {
             Ok(n) if n > 0 => at + n as u64,
@@ -202,11 +205,32 @@ mod tests {
         });
         assert_eq!(steps.get(), 4);
         assert!(probe(&f, 512 << 10, 256 << 10));
+        drop(warmth);
         if before {
             // (A filesystem that keeps every file in memory is never
             // cold; nor can an older kernel tell: said, not failed.)
             eprintln!("SKIPPED: a file dropped from the page cache counts as cached here");
         }
+    }
+
+    #[test]
+    fn a_read_in_nobody_waits_for_any_more_stops() {
+        let f = cold_file("forsaken", 256 << 10);
+        let mut warmth = Warmth::default();
+        let reading = warmth.read(0, 256 << 10);
+        let steps = std::cell::Cell::new(0);
+        // Its answer goes after the first step.
+        let asked = std::cell::RefCell::new(Some(warmth));
+        warm(&f, &reading, &mut [0u8; 64 << 10], || {
+            steps.set(steps.get() + 1);
+            asked.borrow_mut().take();
+        });
+        assert_eq!(steps.get(), 1);
+        assert_eq!(reading.done.load(Ordering::Relaxed), 64 << 10);
+        // One gone before it starts reads nothing.
+        let reading = Warmth::default().read(0, 256 << 10);
+        warm(&f, &reading, &mut [0u8; 64 << 10], || panic!("read"));
+        assert_eq!(reading.done.load(Ordering::Relaxed), 0);
     }
 
     #[test]

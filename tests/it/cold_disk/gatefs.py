@@ -4,7 +4,8 @@ protocol on /dev/fuse, spoken here with the standard library alone) of
 two read-only files, `large.bin` and `small.txt`, whose reads of
 `large.bin` are held until a line arrives on stdin (or stdin ends). The
 test sees a read held (a line `held` on stdout) and what the server does
-meanwhile.
+meanwhile. A line `count` instead says how many reads of `large.bin`
+came so far (a line `reads N` on stdout), and opens nothing.
 
     gatefs.py MOUNTPOINT LARGE_FILE [MB_PER_S]
 
@@ -62,7 +63,7 @@ def main():
         sys.exit(f"mount: {os.strerror(ctypes.get_errno())}")
     print("mounted", flush=True)
 
-    held, gate_open = [], rate is not None
+    held, gate_open, large_reads = [], rate is not None, 0
     inputs = [fuse] if gate_open else [fuse, sys.stdin]
 
     def reply(unique, err=0, body=b""):
@@ -78,7 +79,11 @@ def main():
         wait = max(0.0, reading[0][0] - time.monotonic()) if reading else None
         ready, _, _ = select.select(inputs, [], [], wait)
         if sys.stdin in ready:
-            if not sys.stdin.readline():
+            line = sys.stdin.readline()
+            if line.strip() == "count":
+                print(f"reads {large_reads}", flush=True)
+                continue
+            if not line:
                 inputs.remove(sys.stdin)  # (at EOF: the gate opens too)
             gate_open = True
             for unique, node, body in held:
@@ -119,6 +124,7 @@ def main():
         elif op in (OPEN, OPENDIR):
             reply(unique, 0, struct.pack("<QII", 0, 0, 0))
         elif op == READ:
+            large_reads += node == LARGE
             if node == LARGE and not gate_open:
                 held.append((unique, node, body))
                 print("held", flush=True)

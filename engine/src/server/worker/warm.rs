@@ -2,8 +2,10 @@
 //! turn of bytes is not cached is read in on the [`READING`] threads
 //! while the worker serves its other connections, and sent as it comes
 //! in (see [`crate::sys::cached`], which asks; nginx's `aio threads` does
-//! the like, when set). A connection waits for one read at a time, so the
-//! reads under way are bounded by the connections.
+//! the like, when set). An answer waits for one read at a time; all the
+//! reads, running or queued, are at most [`READS`]; and a read stops
+//! once its answer (or connection) went: a client that asks and goes
+//! costs a step of the disk, and nothing that outlives it.
 //!
 //! Over HTTP/1.1, plain or TLS (sent by `sendfile`, or copied with
 //! `[static] sendfile = false` and over TLS), and HTTP/2 and HTTP/3,
@@ -11,6 +13,7 @@
 //! while the connection's other answers go on.
 
 use std::fs::File;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Worker, TURN};
 use crate::offload::{Offload, Task};
@@ -26,6 +29,46 @@ static READING: Offload<Task> = Offload::new("brisk-read", 4);
 /// with it: a thread's stack would keep its pages); the worker is woken
 /// after each.
 const STEP: usize = 128 << 10;
+
+/// The reads in, running or queued, of all workers: each holds a
+/// descriptor of its file (a duplicate: the answer's own is not the
+/// thread's to share) and its turn of the disk. Past this, a file is sent
+/// as before, from the loop (nginx's `aio threads` answers with an error
+/// once its queue is full).
+static READS: Slots = Slots::new(64);
+
+/// A count of things under way, at most `max`.
+pub(crate) struct Slots {
+    taken: AtomicUsize,
+    max: usize,
+}
+
+/// One of [`Slots`], given back when dropped.
+pub(crate) struct Slot(&'static Slots);
+
+impl Slots {
+    pub(crate) const fn new(max: usize) -> Slots {
+        Slots {
+            taken: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// A slot, unless all are taken.
+    pub(crate) fn take(&'static self) -> Option<Slot> {
+        let more = |n: usize| (n < self.max).then_some(n + 1);
+        let taken = self
+            .taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, more);
+        taken.ok().map(|_| Slot(self))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.taken.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 impl Worker {
     /// How many bytes of `c`'s output may be sent now: none while the
@@ -57,6 +100,9 @@ impl Worker {
             Next::Wait => return 0,
             Next::Read => {}
         }
+        let Some(slot) = READS.take() else {
+            return usize::MAX;
+        };
         let Ok(file) = file.try_clone() else {
             return usize::MAX;
         };
@@ -64,6 +110,7 @@ impl Worker {
         let wake = self.router.wake_for(conn);
         let task = Task(Box::new(move || {
             cached::warm(&file, &reading, &mut vec![0; STEP], || wake.now());
+            drop(slot);
         }));
         if READING.submit(task).is_err() {
             // (No thread: sent from here, waiting for the disk as before.)
@@ -71,5 +118,24 @@ impl Worker {
             return usize::MAX;
         }
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_past_their_count_are_refused_until_one_is_given_back() {
+        static S: Slots = Slots::new(2);
+        let (a, b) = (S.take(), S.take());
+        assert!(a.is_some() && b.is_some());
+        assert!(S.take().is_none());
+        drop(a);
+        let c = S.take();
+        assert!(c.is_some());
+        assert!(S.take().is_none());
+        drop((b, c));
+        assert_eq!(S.taken.load(Ordering::Relaxed), 0);
     }
 }
