@@ -8,6 +8,7 @@
 //! flow-control credit: a large file is read a frame at a time, never
 //! held), then its datagrams out through the worker's UDP socket.
 
+use std::fs::File;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,7 @@ use crate::server::h2::{request, Piece};
 use crate::server::h3::{head, stream, Answer, Session, FRAME};
 use crate::server::run::{Fed, Outcome, Run, Sink};
 use crate::server::transport::{self, Link};
+use crate::sys::cached::Warmth;
 use crate::sys::interleave::read_behind_prefixes;
 
 /// What to do with a stream once its bytes are read.
@@ -613,14 +615,11 @@ impl Worker {
             // (A file's next bytes are framed only once they are cached:
             // if they are not, they are read in off the loop, whose wake
             // drives the connection again, and the other answers go on.)
-            let ready = match a.pieces.front() {
-                Some(Piece::File(file, offset, len)) => {
-                    self.warm(index, file, &mut a.warmth, *offset, *len)
-                }
-                _ => usize::MAX,
+            let mut ready = |file: &File, warmth: &mut Warmth, offset: u64, len: u64| {
+                self.warm(index, file, warmth, offset, len)
             };
             let mut wrote = false;
-            let pushed = push(&mut s.quic, a, now, &mut wrote, ready);
+            let pushed = push(&mut s.quic, a, now, &mut wrote, &mut ready);
             if wrote {
                 moved = true;
                 for r in &mut refused {
@@ -919,7 +918,7 @@ fn push(
     a: &mut Answer,
     now: Instant,
     moved: &mut bool,
-    mut ready: usize,
+    ready: &mut Ready<'_>,
 ) -> io::Result<Pushed> {
     // (`timeouts.send` runs while the stream takes none of it: see
     // `Worker::h3_send`.)
@@ -936,7 +935,7 @@ fn push(
         let empty = a.own.bytes.is_empty();
         let join = a.own.at == 0 && a.own.bytes.len() < JOINED && (empty || a.throttle.is_none());
         let held = match join {
-            true => frame(a, now, &mut ready)?,
+            true => frame(a, now, ready)?,
             false => None,
         };
         if a.own.at < a.own.bytes.len() {
@@ -981,17 +980,21 @@ const JOINED: usize = 4096;
 /// 256 KiB by default, bounds it there).
 const HELD_WHILE_CHECKED: usize = 256 << 10;
 
+/// How many of a file's `len` bytes from `offset` may be framed now (see
+/// `Worker::warm`; its answer's [`Warmth`] tells what is known of them).
+type Ready<'a> = dyn FnMut(&File, &mut Warmth, u64, u64) -> usize + 'a;
+
 /// Appends answer `a`'s next piece (up to [`FRAME`] bytes of it, and of
-/// a file no more than the `ready` bytes known cached, counted down), if
-/// it has one, as a DATA frame to its bytes; or, if its throttle holds
-/// the piece back, when it lets it go.
-fn frame(a: &mut Answer, now: Instant, ready: &mut usize) -> io::Result<Option<Instant>> {
+/// a file no more than `ready` says), if it has one, as a DATA frame to
+/// its bytes; or, if its throttle holds the piece back, when it lets it
+/// go.
+fn frame(a: &mut Answer, now: Instant, ready: &mut Ready<'_>) -> io::Result<Option<Instant>> {
     let Some(piece) = a.pieces.front_mut() else {
         return Ok(None);
     };
     let mut n = (piece.len() as usize).min(FRAME);
-    if let Piece::File(..) = piece {
-        n = n.min(*ready);
+    if let Piece::File(file, offset, len) = piece {
+        n = n.min(ready(file, &mut a.warmth, *offset, *len));
         if n == 0 {
             return Ok(None);
         }
@@ -1025,12 +1028,14 @@ fn frame(a: &mut Answer, now: Instant, ready: &mut usize) -> io::Result<Option<I
             read_behind_prefixes(&mut a.own.bytes, file, *offset, &[(&h, n)])?;
             *offset += n as u64;
             *len -= n as u64;
-            *ready -= n;
         }
     }
     a.own.body_sent += n as u64;
     if piece.is_empty() {
         a.pieces.pop_front();
+        // (What it knew was of this range: a multipart answer's next may
+        // be of the same file, elsewhere.)
+        a.warmth = Warmth::default();
     }
     Ok(None)
 }

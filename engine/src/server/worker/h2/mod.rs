@@ -719,6 +719,9 @@ impl Worker {
             }
             if piece.is_empty() {
                 a.pieces.pop_front();
+                // (What it knew was of this range: a multipart answer's
+                // next may be of the same file, elsewhere.)
+                a.warmth = Default::default();
             }
             let ran_out = a.pieces.is_empty() && !a.open;
             if end {
