@@ -5,7 +5,8 @@ two read-only files, `large.bin` and `small.txt`, whose reads of
 `large.bin` are held until a line arrives on stdin (or stdin ends). The
 test sees a read held (a line `held` on stdout) and what the server does
 meanwhile. A line `count` instead says how many reads of `large.bin`
-came so far (a line `reads N` on stdout), and opens nothing.
+came so far (a line `reads N` on stdout), and opens nothing; a line
+`hold` shuts the gate again (for the reads to come).
 
     gatefs.py MOUNTPOINT LARGE_FILE [MB_PER_S]
 
@@ -82,6 +83,9 @@ def main():
             line = sys.stdin.readline()
             if line.strip() == "count":
                 print(f"reads {large_reads}", flush=True)
+                continue
+            if line.strip() == "hold":
+                gate_open = False
                 continue
             if not line:
                 inputs.remove(sys.stdin)  # (at EOF: the gate opens too)

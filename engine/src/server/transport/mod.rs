@@ -34,7 +34,7 @@ use std::time::Instant;
 use crate::http::TlsSession;
 
 pub use copy::CHUNK;
-pub use queue::{Ending, FileRange, Front, Out};
+pub use queue::{Ending, FileRange, Front, NextFile, Out};
 pub use tcp::Tcp;
 pub use tls::{Acceptor, Sessions, Setup, Slot, Tls};
 

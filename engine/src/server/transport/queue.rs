@@ -63,6 +63,18 @@ pub struct FileRange {
     pub len: u64,
 }
 
+/// The file range a flush reaches first (see [`Out::next_file`]).
+pub struct NextFile<'a> {
+    /// The range.
+    pub range: &'a FileRange,
+    /// What is known of whether its bytes are cached.
+    pub warmth: &'a mut Warmth,
+    /// The bytes queued before it.
+    pub before: u64,
+    /// Another file range is queued behind it.
+    pub more: bool,
+}
+
 /// The piece at the front of a queue, for a transport to send.
 #[derive(Debug)]
 pub enum Front<'a> {
@@ -361,12 +373,22 @@ impl Out {
     }
 
     /// The file range a flush reaches first, unless a pipe or mapped
-    /// range comes before it: the front piece, or the one behind bytes.
-    pub fn next_file(&mut self) -> Option<(&FileRange, &mut Warmth)> {
+    /// range comes before it: the front piece, or the one behind bytes;
+    /// with the bytes before it, and whether another file range is
+    /// queued behind it (a multipart answer's next part).
+    pub fn next_file(&mut self) -> Option<NextFile<'_>> {
         let q = self.0.as_mut().filter(|q| q.files > 0)?;
-        let at = usize::from(matches!(q.pieces.front(), Some(Piece::Bytes(_))));
-        match q.pieces.get(at) {
-            Some(Piece::File(range)) => Some((range, &mut q.warmth)),
+        let before = match q.pieces.front() {
+            Some(Piece::Bytes(n)) => Some(*n as u64),
+            _ => None,
+        };
+        match q.pieces.get(usize::from(before.is_some())) {
+            Some(Piece::File(range)) => Some(NextFile {
+                range,
+                warmth: &mut q.warmth,
+                before: before.unwrap_or(0),
+                more: q.files > 1,
+            }),
             _ => None,
         }
     }

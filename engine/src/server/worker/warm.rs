@@ -77,10 +77,17 @@ impl Worker {
     /// (their read in starts).
     pub(super) fn file_ready(&self, c: &mut Conn) -> usize {
         let index = c.index;
-        let Some((range, warmth)) = c.out.next_file() else {
+        let Some(next) = c.out.next_file() else {
             return usize::MAX;
         };
-        self.warm(index, &range.file, warmth, range.offset, range.len)
+        let range = next.range;
+        match self.warm(index, &range.file, next.warmth, range.offset, range.len) {
+            // (A range too short to ask about, with another behind it (a
+            // multipart answer's next part): as far as its end, so that
+            // the next is asked about before it is sent.)
+            usize::MAX if next.more => (next.before + range.len).try_into().unwrap_or(usize::MAX),
+            ready => ready,
+        }
     }
 
     /// How many of the `len` bytes of `file` from `offset` that connection
