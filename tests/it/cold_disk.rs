@@ -117,13 +117,16 @@ impl Drop for Gate {
 
 /// A site of one worker with `config` whose root is the gated disk
 /// (`listeners` of them), started: `None` (said) without root or FUSE.
-/// The gate is declared first: dropped after the server.
-fn on_the_gated_disk(config: &str, listeners: usize) -> Option<(Gate, Server)> {
+/// Bound in this order, the gate is dropped before the server: should an
+/// assertion fail while a read is held, the disk lets it go first (a
+/// process killed while its read waits in the FUSE daemon cannot end
+/// until the daemon answers).
+fn on_the_gated_disk(config: &str, listeners: usize) -> Option<(Server, Gate)> {
     on_the_gated_disk_of(config, listeners, LARGE)
 }
 
 /// As [`on_the_gated_disk`], the large file `large` bytes long.
-fn on_the_gated_disk_of(config: &str, listeners: usize, large: usize) -> Option<(Gate, Server)> {
+fn on_the_gated_disk_of(config: &str, listeners: usize, large: usize) -> Option<(Server, Gate)> {
     // SAFETY: no arguments, no side effects.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
         skip("a FUSE mount needs root and /dev/fuse");
@@ -145,7 +148,7 @@ fn on_the_gated_disk_of(config: &str, listeners: usize, large: usize) -> Option<
             return None;
         }
     };
-    Some((gate, b.start()))
+    Some((b.start(), gate))
 }
 
 /// Asks for the large file while the disk holds its reads, then for the
@@ -153,7 +156,7 @@ fn on_the_gated_disk_of(config: &str, listeners: usize, large: usize) -> Option<
 /// large file's read is still held. Then the disk answers, and the large
 /// file arrives whole. `tls`: over TLS (the site's second listener).
 fn the_others_are_served_while_the_disk_is_read(config: &str, tls: bool) {
-    let Some((mut gate, s)) = on_the_gated_disk(config, 1 + usize::from(tls)) else {
+    let Some((s, mut gate)) = on_the_gated_disk(config, 1 + usize::from(tls)) else {
         return;
     };
     let addr = s.addrs[usize::from(tls)];
@@ -195,7 +198,7 @@ fn a_large_file_over_tls_from_a_slow_disk_holds_no_other_client() {
 #[test]
 fn a_large_file_over_http2_from_a_slow_disk_holds_no_other_stream() {
     use common::h2::{Answer, H2};
-    let Some((mut gate, s)) = on_the_gated_disk("", 1) else {
+    let Some((s, mut gate)) = on_the_gated_disk("", 1) else {
         return;
     };
     let mut c = H2::connect(s.addr(), &[], 0);
@@ -239,12 +242,9 @@ fn a_large_file_over_http2_from_a_slow_disk_holds_no_other_stream() {
 #[test]
 fn a_multipart_answer_whose_second_range_is_not_cached_holds_no_other_client() {
     const RANGE: &str = "bytes=0-99999,4000000-4599999";
-    let Some((gate, s)) = on_the_gated_disk("", 1) else {
+    let Some((s, mut gate)) = on_the_gated_disk("", 1) else {
         return;
     };
-    // (Dropped before the server, should an assertion fail: a worker
-    // held in the disk's read is let go, and the server can end.)
-    let mut gate = gate;
     let get = |range: &str| {
         let mut c = Client::connect(s.addr());
         c.send(
@@ -282,7 +282,7 @@ fn a_multipart_answer_whose_second_range_is_not_cached_holds_no_other_client() {
 #[test]
 fn reads_for_clients_that_went_stop_with_them() {
     const CLIENTS: u64 = 12;
-    let Some((mut gate, s)) = on_the_gated_disk_of("", 1, 64 << 20) else {
+    let Some((s, mut gate)) = on_the_gated_disk_of("", 1, 64 << 20) else {
         return;
     };
     // The server's descriptors of the large file: the file cache's, and
@@ -335,15 +335,15 @@ fn reads_for_clients_that_went_stop_with_them() {
 /// Over HTTP/3, on a site of the gated disk: `request` (aioquic's
 /// client's form) asked for, the disk holding its read; meanwhile the
 /// small file, asked for on another QUIC connection, is answered; then
-/// the disk lets go. The disk, the server (dropped first) and the
-/// answer to `request`. `None` (said) without root, FUSE or aioquic. (Before, the worker read a
+/// the disk lets go. The server, the disk (dropped first: see
+/// [`on_the_gated_disk`]) and the answer to `request`. `None` (said) without root, FUSE or aioquic. (Before, the worker read a
 /// frame of the file on its loop: the small answer did not come, and
 /// aioquic's client gave up after its 10 s.)
 #[cfg(feature = "http3")]
-fn over_http3_while_held(request: serde_json::Value) -> Option<(Gate, Server, serde_json::Value)> {
+fn over_http3_while_held(request: serde_json::Value) -> Option<(Server, Gate, serde_json::Value)> {
     use serde_json::json;
     let config = format!("{}[http3]\nenable = true\n", tls::section(&["a"], ""));
-    let (mut gate, s) = on_the_gated_disk(&config, 2)?;
+    let (s, mut gate) = on_the_gated_disk(&config, 2)?;
     let port = s.addrs[1].port();
     let spec = super::h3::spec(port, json!([request]), json!({"timeout": 60}))?;
     let large = super::h3::client_with(&spec);
@@ -358,7 +358,7 @@ fn over_http3_while_held(request: serde_json::Value) -> Option<(Gate, Server, se
     );
     gate.open();
     let large = super::h3::printed("client.py", large);
-    Some((gate, s, large["responses"][0].clone()))
+    Some((s, gate, large["responses"][0].clone()))
 }
 
 /// HTTP/3: a large file from the slow disk holds no other connection,
@@ -368,7 +368,7 @@ fn over_http3_while_held(request: serde_json::Value) -> Option<(Gate, Server, se
 fn a_large_file_over_http3_from_a_slow_disk_holds_no_other_connection() {
     use sha2::Digest;
     let get = serde_json::json!({"method": "GET", "path": "/large.bin"});
-    let Some((_gate, _s, large)) = over_http3_while_held(get) else {
+    let Some((_s, _gate, large)) = over_http3_while_held(get) else {
         return;
     };
     assert_eq!(large["headers"][0][1], "200");
@@ -390,7 +390,7 @@ fn a_multipart_answer_over_http3_from_a_slow_disk_holds_no_other_connection() {
     const RANGE: &str = "bytes=0-299999,4000000-4599999";
     let get = serde_json::json!({"method": "GET", "path": "/large.bin",
                                  "headers": [["range", RANGE]]});
-    let Some((_gate, s, parts)) = over_http3_while_held(get) else {
+    let Some((s, _gate, parts)) = over_http3_while_held(get) else {
         return;
     };
     assert_eq!(parts["headers"][0][1], "206");
