@@ -64,7 +64,7 @@ def main():
         sys.exit(f"mount: {os.strerror(ctypes.get_errno())}")
     print("mounted", flush=True)
 
-    held, gate_open, large_reads = [], rate is not None, 0
+    held, gate_open, large_reads, pending = [], rate is not None, 0, b""
     inputs = [fuse] if gate_open else [fuse, sys.stdin]
 
     def reply(unique, err=0, body=b""):
@@ -80,19 +80,25 @@ def main():
         wait = max(0.0, reading[0][0] - time.monotonic()) if reading else None
         ready, _, _ = select.select(inputs, [], [], wait)
         if sys.stdin in ready:
-            line = sys.stdin.readline()
-            if line.strip() == "count":
-                print(f"reads {large_reads}", flush=True)
-                continue
-            if line.strip() == "hold":
-                gate_open = False
-                continue
-            if not line:
+            # (Read from the descriptor, every line it holds taken: a
+            # buffered readline would keep a second line in its buffer,
+            # where select does not see it.)
+            chunk = os.read(sys.stdin.fileno(), 4096)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if not chunk:
                 inputs.remove(sys.stdin)  # (at EOF: the gate opens too)
-            gate_open = True
-            for unique, node, body in held:
-                read_reply(unique, node, body)
-            held.clear()
+                lines.append(b"open")
+            for line in lines:
+                if line.strip() == b"count":
+                    print(f"reads {large_reads}", flush=True)
+                elif line.strip() == b"hold":
+                    gate_open = False
+                else:
+                    gate_open = True
+                    for unique, node, body in held:
+                        read_reply(unique, node, body)
+                    held.clear()
         if fuse not in ready:
             continue
         try:
