@@ -69,8 +69,8 @@ pub struct Answer<O = ()> {
     /// The producer's trailer fields (field lines; empty: none): a
     /// HEADERS frame ends the stream after the last DATA.
     pub trailers: Vec<u8>,
-    /// Whether its file's next bytes are in the page cache (HTTP/2:
-    /// `worker::warm`).
+    /// Whether its file's next bytes are in the page cache (HTTP/2 and
+    /// HTTP/3: `worker::warm`).
     pub warmth: Warmth,
     /// What its protocol keeps of its own.
     pub own: O,
@@ -107,5 +107,13 @@ impl<O> Answer<O> {
     /// Body bytes queued in its pieces.
     pub fn queued(&self) -> u64 {
         self.pieces.iter().map(Piece::len).sum()
+    }
+
+    /// Drops its front piece, all sent, with what was known of its bytes
+    /// being cached (its `warmth` compares offsets only: a multipart
+    /// answer's next range may be of the same file, elsewhere).
+    pub fn piece_sent(&mut self) {
+        self.pieces.pop_front();
+        self.warmth = Warmth::default();
     }
 }

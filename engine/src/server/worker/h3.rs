@@ -1032,10 +1032,7 @@ fn frame(a: &mut Answer, now: Instant, ready: &mut Ready<'_>) -> io::Result<Opti
     }
     a.own.body_sent += n as u64;
     if piece.is_empty() {
-        a.pieces.pop_front();
-        // (What it knew was of this range: a multipart answer's next may
-        // be of the same file, elsewhere.)
-        a.warmth = Warmth::default();
+        a.piece_sent();
     }
     Ok(None)
 }

@@ -718,10 +718,7 @@ impl Worker {
                 a.window_since = None;
             }
             if piece.is_empty() {
-                a.pieces.pop_front();
-                // (What it knew was of this range: a multipart answer's
-                // next may be of the same file, elsewhere.)
-                a.warmth = Default::default();
+                a.piece_sent();
             }
             let ran_out = a.pieces.is_empty() && !a.open;
             if end {
