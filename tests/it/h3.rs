@@ -249,6 +249,31 @@ fn get_head_404_range_and_conditionals_answer_as_over_https() {
     assert_eq!(fields(&r[1])[0], ":status: 412");
 }
 
+/// A wildcard listener answers each datagram from the address it came to:
+/// 127.0.0.2 on a `0.0.0.0` socket (whose own choice for an answer to
+/// 127.0.0.1 would be 127.0.0.1, which the client never wrote to and a
+/// connected client never reads), and `::1` on a `[::]` one.
+#[test]
+fn a_wildcard_listener_answers_from_the_address_each_client_wrote_to() {
+    for (listen, host) in [("0.0.0.0", "127.0.0.2"), ("[::]", "::1")] {
+        let port = crate::common::free_port();
+        let mut b = Builder::new();
+        b.file("index.html", b"hello\n");
+        b.listen(&format!("{listen}:{port}")).tls().arg("--http3");
+        let s = b.start();
+        let requests = json!([{"method": "GET", "path": "/index.html"}]);
+        let more = json!({"host": host, "timeout": 10});
+        let Some(out) = h3_spec(&s, requests, more) else {
+            return;
+        };
+        let r = &out["responses"][0];
+        assert_eq!(fields(r)[0], ":status: 200", "{host}");
+        assert_eq!(text(r), "hello\n");
+        // Every datagram came from where the client sent its own.
+        assert_eq!(out["senders"], json!([format!("{host} {port}")]), "{host}");
+    }
+}
+
 #[test]
 fn fifty_streams_at_once_and_a_20_mb_file_by_its_checksum() {
     let big = noise(20 << 20, 0x2545_f491);

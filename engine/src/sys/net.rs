@@ -118,6 +118,14 @@ fn socket(addr: &SocketAddr, kind: libc::c_int) -> io::Result<(libc::c_int, Owne
 /// `reuseport` (one per worker: the kernel spreads datagrams over them by
 /// a hash of their 4-tuple, so one client's datagrams reach one socket).
 /// IPv6 addresses take IPv6 only, as [`listen`]'s do.
+///
+/// Bound to a wildcard address (`0.0.0.0`, `[::]`), it says where each
+/// datagram was sent (`IP_PKTINFO`, `IPV6_RECVPKTINFO`: see
+/// [`recv_batch`]), so that the answer goes from there ([`send_segments`]'s
+/// `from`): the kernel's own choice of source is the address of the
+/// route back, which on a host with several addresses may not be the
+/// one the client wrote to, and a client drops what comes from another
+/// (RFC 9000 §9: it is not its server's path).
 pub fn udp(addr: &SocketAddr, reuseport: bool) -> io::Result<std::net::UdpSocket> {
     let (fd, owned) = socket(addr, libc::SOCK_DGRAM)?;
     if reuseport {
@@ -125,6 +133,17 @@ pub fn udp(addr: &SocketAddr, reuseport: bool) -> io::Result<std::net::UdpSocket
     }
     if addr.is_ipv6() {
         setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
+    }
+    // (Only HTTP/3 reads datagrams.)
+    #[cfg(feature = "http3")]
+    match addr {
+        SocketAddr::V4(a) if a.ip().is_unspecified() => {
+            setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+        }
+        SocketAddr::V6(a) if a.ip().is_unspecified() => {
+            setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+        }
+        _ => {}
     }
     let (storage, len) = sockaddr(addr);
     // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
@@ -228,21 +247,68 @@ pub fn is_quiet(sock: &impl AsRawFd) -> bool {
 /// `segment` datagrams of that many bytes each (the last may be shorter)
 /// in one `sendmsg(2)`, the kernel cutting them (GSO: `UDP_SEGMENT`,
 /// Linux 4.18; an older kernel or a device without it says `EIO` or
-/// `EINVAL`, and the caller sends them one by one).
+/// `EINVAL`, and the caller sends them one by one). With `from`, they
+/// leave from that address of the host (a wildcard socket's answer: see
+/// [`udp`]; `IP_PKTINFO`'s `ipi_spec_dst`, `IPV6_PKTINFO`'s address).
 #[cfg(feature = "http3")]
 pub fn send_segments(
     sock: &impl AsRawFd,
     buf: &[u8],
     to: &SocketAddr,
     segment: Option<u16>,
+    from: Option<std::net::IpAddr>,
 ) -> io::Result<usize> {
+    use std::net::IpAddr;
     let (storage, namelen) = sockaddr(to);
     let mut iov = libc::iovec {
         iov_base: buf.as_ptr() as *mut libc::c_void,
         iov_len: buf.len(),
     };
-    // (Room for one control message of a u16, aligned as cmsghdr is.)
-    let mut control = [0u64; 4];
+    // Room for the control messages (a u16, and an in6_pktinfo of 20
+    // bytes or an in_pktinfo of 12), aligned as cmsghdr is.
+    let mut control = [0u64; 10];
+    let mut used = 0;
+    let mut put = |level, kind, data: &[u8]| {
+        // SAFETY: CMSG_LEN and CMSG_SPACE only compute sizes.
+        let (len, space) = unsafe {
+            let n = data.len() as libc::c_uint;
+            (libc::CMSG_LEN(n) as usize, libc::CMSG_SPACE(n) as usize)
+        };
+        let head = std::mem::size_of::<libc::cmsghdr>();
+        let at = control.as_mut_ptr().cast::<u8>();
+        // (At most two, 24 + 40 bytes: within `control`'s 80. `used` is
+        // a multiple of 8, the header's alignment.)
+        debug_assert!(used + space <= std::mem::size_of_val(&control));
+        // SAFETY: the header and its data lie inside `control` (above),
+        // at an offset aligned for cmsghdr; the data is copied bytewise.
+        unsafe {
+            let cmsg = at.add(used).cast::<libc::cmsghdr>();
+            (*cmsg).cmsg_level = level;
+            (*cmsg).cmsg_type = kind;
+            (*cmsg).cmsg_len = len as _;
+            std::ptr::copy_nonoverlapping(data.as_ptr(), at.add(used + head), data.len());
+        }
+        used += space;
+    };
+    if let Some(segment) = segment {
+        put(libc::SOL_UDP, libc::UDP_SEGMENT, &segment.to_ne_bytes());
+    }
+    match (from, to) {
+        (Some(IpAddr::V4(ip)), SocketAddr::V4(_)) => {
+            // (`ipi_ifindex` 0 and `ipi_addr` unused: the route decides
+            // the device, `ipi_spec_dst` the source.)
+            let mut info = [0u8; std::mem::size_of::<libc::in_pktinfo>()];
+            info[4..8].copy_from_slice(&ip.octets());
+            put(libc::IPPROTO_IP, libc::IP_PKTINFO, &info);
+        }
+        (Some(IpAddr::V6(ip)), SocketAddr::V6(_)) => {
+            // (`ipi6_ifindex` 0: the route decides the device.)
+            let mut info = [0u8; std::mem::size_of::<libc::in6_pktinfo>()];
+            info[..16].copy_from_slice(&ip.octets());
+            put(libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, &info);
+        }
+        _ => {}
+    }
     // SAFETY: msghdr is plain old data; all-zero is a valid value.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_name = (&storage as *const libc::sockaddr_storage)
@@ -251,20 +317,9 @@ pub fn send_segments(
     msg.msg_namelen = namelen;
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
-    if let Some(segment) = segment {
+    if used > 0 {
         msg.msg_control = control.as_mut_ptr().cast();
-        // SAFETY: CMSG_SPACE only computes a size.
-        msg.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as _;
-        // SAFETY: `msg_control` points at `control`, 32 bytes, more than
-        // CMSG_SPACE(2); CMSG_FIRSTHDR is then not null, and the header
-        // and its 2 data bytes written through it lie inside `control`.
-        unsafe {
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_UDP;
-            (*cmsg).cmsg_type = libc::UDP_SEGMENT;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(2) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
-        }
+        msg.msg_controllen = used as _;
     }
     // SAFETY: `msg` points at `storage`, `iov` (over `buf`) and `control`,
     // all alive and unmoved during the call.
@@ -275,9 +330,22 @@ pub fn send_segments(
 #[cfg(feature = "http3")]
 pub const RECV_BATCH: usize = 32;
 
+/// A datagram [`recv_batch`] read.
+#[cfg(feature = "http3")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Datagram {
+    /// Its length; 0 when it was cut (longer than its slot).
+    pub len: usize,
+    /// Who sent it.
+    pub from: Option<SocketAddr>,
+    /// The address it was sent to, on a socket bound to a wildcard one
+    /// (see [`udp`]); `None` on others.
+    pub to: Option<std::net::IpAddr>,
+}
+
 /// Reads up to [`RECV_BATCH`] datagrams from UDP socket `sock` in one
 /// `recvmmsg(2)` (not waiting), datagram `i` into the `i`-th `slot`
-/// bytes of `buf`; each one's length and sender into `got`, how many
+/// bytes of `buf`, and what is known of it into `got[i]`; how many
 /// came. A datagram longer than `slot` is cut, and told with length 0 (the
 /// caller drops it: QUIC takes it as lost). `WouldBlock` when none waits.
 #[cfg(feature = "http3")]
@@ -285,7 +353,7 @@ pub fn recv_batch(
     sock: &impl AsRawFd,
     buf: &mut [u8],
     slot: usize,
-    got: &mut [(usize, Option<SocketAddr>); RECV_BATCH],
+    got: &mut [Datagram; RECV_BATCH],
 ) -> io::Result<usize> {
     let n = (buf.len() / slot).min(RECV_BATCH);
     // SAFETY: sockaddr_storage, iovec and mmsghdr are plain old data;
@@ -293,6 +361,9 @@ pub fn recv_batch(
     let mut names: [libc::sockaddr_storage; RECV_BATCH] = unsafe { std::mem::zeroed() };
     let mut iovs: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
     let mut msgs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
+    // Each datagram's control messages: its destination's pktinfo (40
+    // bytes with its header at most), where the socket asked for it.
+    let mut controls = [[0u64; 8]; RECV_BATCH];
     for (i, chunk) in buf.chunks_exact_mut(slot).take(n).enumerate() {
         iovs[i] = libc::iovec {
             iov_base: chunk.as_mut_ptr().cast(),
@@ -303,10 +374,12 @@ pub fn recv_batch(
         h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         h.msg_iov = &mut iovs[i];
         h.msg_iovlen = 1;
+        h.msg_control = controls[i].as_mut_ptr().cast();
+        h.msg_controllen = std::mem::size_of_val(&controls[i]) as _;
     }
     // SAFETY: the first `n` entries of `msgs` point at their own entries
-    // of `names` and `iovs`, and those at disjoint `slot`-byte pieces of
-    // `buf`; all alive and unmoved during the call.
+    // of `names`, `iovs` and `controls`, and those at disjoint
+    // `slot`-byte pieces of `buf`; all alive and unmoved during the call.
     let r = unsafe {
         libc::recvmmsg(
             sock.as_raw_fd(),
@@ -321,12 +394,54 @@ pub fn recv_batch(
     for i in 0..came {
         let m = &msgs[i];
         let cut = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-        got[i] = (
-            if cut { 0 } else { m.msg_len as usize },
-            from_sockaddr(&names[i]),
-        );
+        got[i] = Datagram {
+            len: if cut { 0 } else { m.msg_len as usize },
+            from: from_sockaddr(&names[i]),
+            to: destination(&m.msg_hdr),
+        };
     }
     Ok(came)
+}
+
+/// The destination address in `h`'s control messages (`IP_PKTINFO`'s
+/// `ipi_addr`, the datagram's own; `IPV6_PKTINFO`'s address), if any.
+#[cfg(feature = "http3")]
+fn destination(h: &libc::msghdr) -> Option<std::net::IpAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    // SAFETY: `h` was filled by the kernel, its control messages within
+    // `msg_control` and `msg_controllen` (cut ones flagged
+    // `MSG_CTRUNC`, and then not walked); CMSG_FIRSTHDR and CMSG_NXTHDR
+    // keep within it, and each message's data is read bytewise within
+    // its own length.
+    unsafe {
+        if h.msg_flags & libc::MSG_CTRUNC != 0 {
+            return None;
+        }
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            let data = libc::CMSG_DATA(c);
+            let len = (*c).cmsg_len as usize - (data as usize - c as usize);
+            match ((*c).cmsg_level, (*c).cmsg_type) {
+                (libc::IPPROTO_IP, libc::IP_PKTINFO)
+                    if len >= std::mem::size_of::<libc::in_pktinfo>() =>
+                {
+                    let mut ip = [0u8; 4];
+                    std::ptr::copy_nonoverlapping(data.add(8), ip.as_mut_ptr(), 4);
+                    return Some(Ipv4Addr::from(ip).into());
+                }
+                (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO)
+                    if len >= std::mem::size_of::<libc::in6_pktinfo>() =>
+                {
+                    let mut ip = [0u8; 16];
+                    std::ptr::copy_nonoverlapping(data, ip.as_mut_ptr(), 16);
+                    return Some(Ipv6Addr::from(ip).into());
+                }
+                _ => {}
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    None
 }
 
 /// The address in `s` (IPv4 or IPv6).

@@ -8,8 +8,10 @@ Reads one JSON document on stdin:
                  and headers, for malformed requests,
                  "trailers": [[k, v], ...] after the body}, ...]}
 sends every request at once (one stream each) on one QUIC connection to
-127.0.0.1:port, and prints one JSON document on stdout:
+127.0.0.1:port (or "host": ADDRESS), and prints one JSON document on stdout:
   {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
+   "senders": the addresses ("IP PORT", IPv4 ones unmapped) every
+              datagram the client read came from,
    "retries": how many Retry packets the handshake took,
    "stateless_resets": how many stateless resets the server sent,
    "responses": [{"headers": [[k, v], ...] (in the order received),
@@ -118,6 +120,7 @@ class Client(QuicConnectionProtocol):
         # Stateless resets received (aioquic 1.7 does not look for them:
         # counted here as RFC 9000 §10.3.1 has a client recognise them).
         self.resets = 0
+        self.senders = set()
         self.first_byte = False
         self.finished = []
         # Streams given a window of their own ("window"), never raised.
@@ -151,6 +154,8 @@ class Client(QuicConnectionProtocol):
         tokens.add(q._peer_cid.stateless_reset_token)
         if len(data) >= 21 and data[0] & 0x80 == 0 and bytes(data[-16:]) in tokens:
             self.resets += 1
+        host = addr[0][7:] if addr[0].startswith("::ffff:") else addr[0]
+        self.senders.add(f"{host} {addr[1]}")
         super().datagram_received(data, addr)
 
     def request(self, req):
@@ -235,7 +240,8 @@ async def main(spec):
     windows = [r["window"] for r in spec.get("requests", []) if "window" in r]
     Client.each_window = min(windows) if windows else None
     async with connect(
-        "127.0.0.1", spec["port"], configuration=config, create_protocol=Client
+        spec.get("host", "127.0.0.1"), spec["port"], configuration=config,
+        create_protocol=Client
     ) as client:
         client.first_byte = spec.get("first_byte", False)
         if "hold" in spec:
@@ -293,6 +299,7 @@ async def main(spec):
             "settings": {str(int(k)): v for k, v in settings.items()},
             "retries": client._quic._retry_count,
             "stateless_resets": client.resets,
+            "senders": sorted(client.senders),
             "qpack": {
                 "dynamic": client.h3._encoder.dynamic,
                 "decoder_bytes": client.h3._decoder_bytes_received,

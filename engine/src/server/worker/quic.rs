@@ -247,9 +247,9 @@ impl Quic {
     /// socket is empty then: each datagram that comes later wakes epoll
     /// again, so no call is spent to hear `EAGAIN`).
     pub(super) fn readable(&mut self, token: usize, now: Instant, arrived: &mut Vec<Arrival>) {
-        use crate::sys::net::{recv_batch, RECV_BATCH};
+        use crate::sys::net::{recv_batch, Datagram, RECV_BATCH};
         let i = token - QUIC_BASE;
-        let mut got = [(0, None); RECV_BATCH];
+        let mut got = [Datagram::default(); RECV_BATCH];
         let mut read = 0;
         loop {
             if read >= READS_PER_TURN {
@@ -266,17 +266,25 @@ impl Quic {
                 Err(_) => break,
             };
             read += came;
-            for (k, &(n, from)) in got[..came].iter().enumerate() {
+            for (k, d) in got[..came].iter().enumerate() {
                 // (A datagram cut short, or from no address: dropped.)
-                let Some(from) = from.filter(|_| n > 0) else {
+                let Some(from) = d.from.filter(|_| d.len > 0) else {
                     continue;
                 };
-                let bytes = &self.recv[k * SLOT..k * SLOT + n];
+                let bytes = &self.recv[k * SLOT..k * SLOT + d.len];
                 let data = bytes::BytesMut::from(bytes);
-                match (self.route.elsewhere(bytes), self.locals[i]) {
+                let (to, mail) = (d.to, self.route.elsewhere(bytes));
+                match (mail, self.locals[i]) {
                     // Another worker's connection (a reload's): its own.
-                    (Some(owner), Some(local)) => owner.post(route::Mail { local, from, data }),
-                    _ => self.datagram(i, from, data, now, arrived),
+                    (Some(owner), Some(local)) => {
+                        owner.post(route::Mail {
+                            local,
+                            from,
+                            to,
+                            data,
+                        });
+                    }
+                    _ => self.datagram(i, (from, to), data, now, arrived),
                 }
             }
             if came < RECV_BATCH {
@@ -290,7 +298,7 @@ impl Quic {
     pub(super) fn mail(&mut self, now: Instant, arrived: &mut Vec<Arrival>) {
         for m in self.route.take() {
             if let Some(i) = self.locals.iter().position(|l| *l == Some(m.local)) {
-                self.datagram(i, m.from, m.data, now, arrived);
+                self.datagram(i, (m.from, m.to), m.data, now, arrived);
             }
         }
     }
@@ -302,11 +310,12 @@ impl Quic {
         }
     }
 
-    /// One datagram from `from` on socket `i`.
+    /// One datagram on socket `i`, from `from` (to `to`, on a wildcard
+    /// socket: the connection's answers then go from there).
     fn datagram(
         &mut self,
         i: usize,
-        from: SocketAddr,
+        (from, to): (SocketAddr, Option<std::net::IpAddr>),
         data: bytes::BytesMut,
         now: Instant,
         arrived: &mut Vec<Arrival>,
@@ -314,7 +323,7 @@ impl Quic {
         self.send.clear();
         match self
             .endpoint
-            .handle(now, from, None, None, data, &mut self.send)
+            .handle(now, from, to, None, data, &mut self.send)
         {
             Some(DatagramEvent::NewConnection(incoming))
                 if !incoming.remote_address_validated()
@@ -333,7 +342,7 @@ impl Quic {
                     arrived.push(Arrival::Event(held.slot, event));
                 }
             }
-            Some(DatagramEvent::Response(t)) => send(&self.sockets[i], &self.send, &t),
+            Some(DatagramEvent::Response(t)) => send(&self.sockets[i], &self.send[..t.size], &t),
             None => {}
         }
     }
@@ -359,7 +368,7 @@ impl Quic {
             }
             Err(e) => {
                 if let Some(t) = e.response {
-                    send(&self.sockets[socket], &self.send, &t);
+                    send(&self.sockets[socket], &self.send[..t.size], &t);
                 }
                 None
             }
@@ -372,7 +381,7 @@ impl Quic {
     pub(super) fn retry(&mut self, incoming: Incoming, socket: usize) {
         self.send.clear();
         match self.endpoint.retry(incoming, &mut self.send) {
-            Ok(t) => send(&self.sockets[socket], &self.send, &t),
+            Ok(t) => send(&self.sockets[socket], &self.send[..t.size], &t),
             Err(e) => self.endpoint.ignore(e.into_incoming()),
         }
     }
@@ -382,7 +391,7 @@ impl Quic {
     pub(super) fn refuse(&mut self, incoming: Incoming, socket: usize) {
         self.send.clear();
         let t = self.endpoint.refuse(incoming, &mut self.send);
-        send(&self.sockets[socket], &self.send, &t);
+        send(&self.sockets[socket], &self.send[..t.size], &t);
     }
 
     /// The slots of the connections whose deadline has come (each taken
@@ -421,13 +430,13 @@ impl Quic {
             let buf = &self.send[..size];
             let Some(segment) = t.segment_size.filter(|&s| s < size) else {
                 if size > 0 {
-                    let _ = socket.send_to(buf, t.destination);
+                    send(socket, buf, &t);
                 }
                 continue;
             };
-            let gso = u16::try_from(segment)
-                .ok()
-                .map(|s| crate::sys::net::send_segments(socket, buf, &t.destination, Some(s)));
+            let gso = u16::try_from(segment).ok().map(|s| {
+                crate::sys::net::send_segments(socket, buf, &t.destination, Some(s), t.src_ip)
+            });
             if let Some(Err(e)) = &gso {
                 let no_gso = Some(libc::EIO) == e.raw_os_error()
                     || Some(libc::EINVAL) == e.raw_os_error()
@@ -437,7 +446,7 @@ impl Quic {
             }
             if !matches!(gso, Some(Ok(_))) {
                 for one in buf.chunks(segment) {
-                    let _ = socket.send_to(one, t.destination);
+                    send(socket, one, &t);
                 }
             }
         }
@@ -551,8 +560,9 @@ fn within_three_times(conn: &quinn_proto::Connection, t: &Transmit) -> usize {
     }
 }
 
-/// Sends `t`'s datagram from `buf` on `socket`. A full socket buffer
-/// drops it: QUIC's loss recovery sends its frames again.
+/// Sends one datagram, `buf`, on `socket` to `t`'s destination (from its
+/// source address, on a wildcard socket). A full socket buffer drops it:
+/// QUIC's loss recovery sends its frames again.
 fn send(socket: &UdpSocket, buf: &[u8], t: &Transmit) {
-    let _ = socket.send_to(&buf[..t.size], t.destination);
+    let _ = crate::sys::net::send_segments(socket, buf, &t.destination, None, t.src_ip);
 }

@@ -46,6 +46,8 @@ const MAIL_MAX: usize = 4096;
 pub(in crate::server::worker) struct Mail {
     pub(in crate::server::worker) local: SocketAddr,
     pub(in crate::server::worker) from: SocketAddr,
+    /// Where it was sent, on a wildcard socket (see `sys::net::udp`).
+    pub(in crate::server::worker) to: Option<std::net::IpAddr>,
     pub(in crate::server::worker) data: bytes::BytesMut,
 }
 
@@ -246,6 +248,7 @@ mod tests {
         to.post(Mail {
             local: from,
             from,
+            to: None,
             data: bytes::BytesMut::from(&short(&z)[..]),
         });
         let got = b.take();
