@@ -343,17 +343,25 @@ pub struct Datagram {
     pub to: Option<std::net::IpAddr>,
 }
 
+/// Room for one datagram's control messages in [`recv_batch`]: its
+/// destination's pktinfo (40 bytes with its header at most).
+#[cfg(feature = "http3")]
+pub type Control = [u64; 8];
+
 /// Reads up to [`RECV_BATCH`] datagrams from UDP socket `sock` in one
 /// `recvmmsg(2)` (not waiting), datagram `i` into the `i`-th `slot`
-/// bytes of `buf`, and what is known of it into `got[i]`; how many
-/// came. A datagram longer than `slot` is cut, and told with length 0 (the
-/// caller drops it: QUIC takes it as lost). `WouldBlock` when none waits.
+/// bytes of `buf`, and what is known of it into `got[i]` (where each
+/// was sent only with `controls`, for a socket that says: see [`udp`]);
+/// how many came. A datagram longer than `slot` is cut, and told with
+/// length 0 (the caller drops it: QUIC takes it as lost). `WouldBlock`
+/// when none waits.
 #[cfg(feature = "http3")]
 pub fn recv_batch(
     sock: &impl AsRawFd,
     buf: &mut [u8],
     slot: usize,
     got: &mut [Datagram; RECV_BATCH],
+    mut controls: Option<&mut [Control; RECV_BATCH]>,
 ) -> io::Result<usize> {
     let n = (buf.len() / slot).min(RECV_BATCH);
     // SAFETY: sockaddr_storage, iovec and mmsghdr are plain old data;
@@ -361,9 +369,6 @@ pub fn recv_batch(
     let mut names: [libc::sockaddr_storage; RECV_BATCH] = unsafe { std::mem::zeroed() };
     let mut iovs: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
     let mut msgs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
-    // Each datagram's control messages: its destination's pktinfo (40
-    // bytes with its header at most), where the socket asked for it.
-    let mut controls = [[0u64; 8]; RECV_BATCH];
     for (i, chunk) in buf.chunks_exact_mut(slot).take(n).enumerate() {
         iovs[i] = libc::iovec {
             iov_base: chunk.as_mut_ptr().cast(),
@@ -374,8 +379,10 @@ pub fn recv_batch(
         h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         h.msg_iov = &mut iovs[i];
         h.msg_iovlen = 1;
-        h.msg_control = controls[i].as_mut_ptr().cast();
-        h.msg_controllen = std::mem::size_of_val(&controls[i]) as _;
+        if let Some(c) = controls.as_deref_mut() {
+            h.msg_control = c[i].as_mut_ptr().cast();
+            h.msg_controllen = std::mem::size_of::<Control>() as _;
+        }
     }
     // SAFETY: the first `n` entries of `msgs` point at their own entries
     // of `names`, `iovs` and `controls`, and those at disjoint

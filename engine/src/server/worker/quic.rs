@@ -106,6 +106,10 @@ pub(super) struct Quic {
     recv: Vec<u8>,
     /// What a datagram is written into.
     send: Vec<u8>,
+    /// Where the kernel says each datagram of a batch was sent, on a
+    /// wildcard socket (`sys::net::udp`): the connection answers from
+    /// there.
+    to: Box<[crate::sys::net::Control; crate::sys::net::RECV_BATCH]>,
     /// Each connection's HTTP/3 limits.
     pub(super) limits: Limits,
     /// The cancellations each connection may send.
@@ -161,6 +165,7 @@ impl Quic {
             deadlines: BTreeSet::new(),
             recv: vec![0; SLOT * crate::sys::net::RECV_BATCH],
             send: Vec::new(),
+            to: Box::new([[0; 8]; crate::sys::net::RECV_BATCH]),
             limits,
             budget,
             alt_svc: Vec::new(),
@@ -250,6 +255,8 @@ impl Quic {
         use crate::sys::net::{recv_batch, Datagram, RECV_BATCH};
         let i = token - QUIC_BASE;
         let mut got = [Datagram::default(); RECV_BATCH];
+        // (Where each was sent: on a wildcard socket only, see `Quic::to`.)
+        let wildcard = self.locals[i].is_some_and(|l| l.ip().is_unspecified());
         let mut read = 0;
         loop {
             if read >= READS_PER_TURN {
@@ -258,7 +265,8 @@ impl Quic {
                 }
                 break;
             }
-            let came = match recv_batch(&self.sockets[i], &mut self.recv, SLOT, &mut got) {
+            let to = wildcard.then_some(&mut *self.to);
+            let came = match recv_batch(&self.sockets[i], &mut self.recv, SLOT, &mut got, to) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock, or an error (an ICMP report of an earlier
