@@ -57,8 +57,8 @@ pub const STREAM_WINDOW: u32 = 1_250_000;
 /// The quinn-proto server configuration for `certs`: TLS 1.3 only (QUIC
 /// has no other, RFC 9001 §4.2), ALPN `h3` only, no 0-RTT (replayable
 /// requests, as over TCP), certificates by SNI as over TCP; the path
-/// does not migrate (see dev/plan-30-h3.md: the 4-tuple steers packets
-/// to their worker).
+/// does not migrate (the 4-tuple steers packets to their worker: see
+/// docs/src/http3.md).
 pub fn server_config(
     certs: &[Certificate],
     tickets: bool,
