@@ -1,5 +1,5 @@
 /* bench/dav-sync: the disk's own rate of durable file replacements, no server
-   (issue #31, dev/plan-31-webdav.md "Durable PUT"). T threads each, in a loop:
+   (issue #31; bench/RESULTS.md, "WebDAV"). T threads each, in a loop:
    make a 1 MiB file (16 writes of 64 KiB) in DIR, make it durable, put it in
    place of one of 20 names (in turn, shared by the threads) with the old file
    held open across the rename (as brisk does), close the old file. Ways are

@@ -13,8 +13,8 @@ use super::{OUT_KEEP, READ_BUF, SPARES};
 /// Size of the sockets' read buffer (one a worker): with WebDAV, 256 KiB,
 /// so that a PUT's body comes in reads of up to 256 KiB and goes to its
 /// file in writes of as much (a PUT of 1 MiB: 5 reads and 6 writes rather
-/// than 17 and 18, and a quarter less time in `write`: see
-/// dev/plan-31-webdav.md, "PUT speed"); else [`READ_BUF`]. Its pages are
+/// than 17 and 18, and a quarter less time in `write`, by `strace -T`
+/// under bench/dav's PUTs); else [`READ_BUF`]. Its pages are
 /// touched only by reads that fill them.
 const SOCKET_READ: usize = if cfg!(feature = "webdav") {
     256 * 1024
