@@ -61,6 +61,8 @@ mod named_handlers;
 #[cfg(feature = "ops")]
 mod operations;
 mod own_files;
+#[cfg(all(feature = "ops", target_os = "linux"))]
+mod pid1;
 mod precompressed;
 mod privileged;
 mod protocol;

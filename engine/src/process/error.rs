@@ -23,6 +23,10 @@ pub enum Error {
     CurrentDir(io::Error),
     /// The signal mask could not be set.
     Signals(io::Error),
+    /// As pid 1, the fork of the server from its stand-in init failed
+    /// (`sys::init`).
+    #[cfg(feature = "ops")]
+    Init(io::Error),
     /// Would serve as root without `allow_root`; the configured user, if
     /// any.
     RootRefused(Option<String>),
@@ -157,6 +161,8 @@ impl std::fmt::Display for Error {
         match self {
             Error::CurrentDir(e) => write!(f, "cannot read the current directory: {e}"),
             Error::Signals(e) => write!(f, "cannot block signals: {e}"),
+            #[cfg(feature = "ops")]
+            Error::Init(e) => write!(f, "cannot fork the server from its init as pid 1: {e}"),
             Error::RootRefused(Some(user)) => write!(
                 f,
                 "refusing to serve as root (user = \"{user}\" is root); set allow_root = true (or --allow-root) if that is really meant"

@@ -92,6 +92,14 @@ fn this_program() -> Option<Program> {
     })
 }
 
+/// Whether brisk serves under its own init as pid 1's child (`sys::init`).
+fn under_init() -> bool {
+    #[cfg(feature = "ops")]
+    return sys::init::under_init();
+    #[cfg(not(feature = "ops"))]
+    false
+}
+
 /// SIGUSR2: starts the new binary through `helper` unless an upgrade is
 /// under way already; returns the upgrade under way.
 fn start_upgrade(
@@ -109,10 +117,11 @@ fn start_upgrade(
         return Some(p);
     }
     let Some(helper) = helper else {
-        log.log(
-            Level::Info,
-            format_args!("SIGUSR2: upgrades are off (upgrade = false), or brisk cannot tell its own path; nothing done"),
-        );
+        let why = match under_init() {
+            true => "brisk is its container's first process (pid 1, which stays as init for it): the old brisk's end would end the container, so it is not upgraded in place; restart it with the new binary",
+            false => "upgrades are off (upgrade = false), or brisk cannot tell its own path",
+        };
+        log.log(Level::Info, format_args!("SIGUSR2: {why}; nothing done"));
         log.flush();
         return None;
     };
@@ -232,6 +241,10 @@ pub fn run(cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
 }
 
 fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(), Error> {
+    // As a container's pid 1, the server is pid 1's child, pid 1 its init
+    // (orphans reaped, signals passed on): before anything else.
+    #[cfg(feature = "ops")]
+    sys::init::stand_in().map_err(Error::Init)?;
     // Blocked before any thread exists (the log writer included), so that
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
@@ -343,7 +356,10 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     let cfg = server.config();
     // Forked while brisk is as it started (identity, no sandbox, no
     // chroot), before any thread exists.
-    let upgrader = match (cfg!(feature = "ops") && cfg.upgrade, program) {
+    let upgrader = match (
+        cfg!(feature = "ops") && cfg.upgrade && !under_init(),
+        program,
+    ) {
         (true, Some(p)) => Some(Upgrader::start(p).map_err(Error::UpgradeHelper)?),
         _ => None,
     };

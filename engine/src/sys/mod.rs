@@ -8,6 +8,8 @@
 pub mod cached;
 pub mod dir;
 pub mod fs;
+#[cfg(feature = "ops")]
+pub mod init;
 pub mod interleave;
 pub mod launcher;
 #[cfg(feature = "webdav")]
