@@ -72,15 +72,25 @@ pub fn stand_in() -> io::Result<()> {
     init(server, &all)
 }
 
+/// Whether a signal that came with `code` (its `si_code`) goes on to the
+/// server: not one the kernel sent (a terminal's Ctrl-C, SIGINT to its
+/// whole foreground process group: the server has its own already, and a
+/// second stop signal would cut short its `stop_delay`).
+fn passed_on(code: libc::c_int) -> bool {
+    code != libc::SI_KERNEL
+}
+
 /// The init's loop: reaps every child it is given, passes every other
 /// signal to `server`, and ends as `server` ends.
 fn init(server: libc::pid_t, all: &libc::sigset_t) -> ! {
     // SAFETY: a NUL-terminated name of 10 bytes (at most 16 are taken).
     unsafe { libc::prctl(libc::PR_SET_NAME, c"brisk-init".as_ptr()) };
     loop {
-        // SAFETY: `all` is a valid set, all of it blocked; siginfo is
-        // not wanted.
-        let sig = unsafe { libc::sigwaitinfo(all, std::ptr::null_mut()) };
+        // SAFETY: plain old data, filled by the call.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `all` is a valid set, all of it blocked; `info` a valid
+        // out-pointer.
+        let sig = unsafe { libc::sigwaitinfo(all, &mut info) };
         if sig == libc::SIGCHLD {
             loop {
                 let mut status = 0;
@@ -100,10 +110,24 @@ fn init(server: libc::pid_t, all: &libc::sigset_t) -> ! {
                     unsafe { libc::_exit(code) };
                 }
             }
-        } else if sig > 0 {
+        } else if sig > 0 && passed_on(info.si_code) {
             // SAFETY: a plain signal to the server, its pid still its own
             // (not reaped: its end is this loop's to see).
             unsafe { libc::kill(server, sig) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A signal sent by a process (`kill`: a container's stop, `brisk
+    /// --stop`) goes on; one from a terminal reached the server itself.
+    #[test]
+    fn what_a_process_sent_goes_on_and_a_terminal_s_does_not() {
+        assert!(passed_on(libc::SI_USER));
+        assert!(passed_on(libc::SI_QUEUE));
+        assert!(!passed_on(libc::SI_KERNEL));
     }
 }
