@@ -623,7 +623,7 @@ pub fn write_whole(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 }
 
 /// A name part no other writer uses at the same time: servers of a fleet
-/// on one shared directory may all be pid 1 (containers), threads of one
+/// on one shared directory may all have one pid (containers'), threads of one
 /// process share theirs.
 fn unique() -> String {
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -707,8 +707,8 @@ fn break_if_stale(path: &Path, stale: std::time::Duration) -> io::Result<bool> {
 
 /// This server as a lock's holder: its host name, pid, and when it
 /// started (`vm pid 1 started 1764640800.123456789`): a process that
-/// comes after it with the same pid (a container restarted, brisk its
-/// pid 1 again) is told from it. Read once, before the sandbox hides
+/// comes after it with the same pid (a container restarted, brisk the
+/// same pid again) is told from it. Read once, before the sandbox hides
 /// `/proc/sys` (`process::run` asks first).
 pub fn lock_holder() -> &'static str {
     static HOLDER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
