@@ -6,9 +6,11 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::{free_port, skip, write_file, TempDir};
+use crate::common::{
+    free_port, poll, skip, wait_exit, wait_until, write_file, KillOnDrop, TempDir, WAIT_LIMIT,
+};
 
 /// The processes whose parent is `parent`, each with its name and state
 /// (from /proc/PID/stat).
@@ -48,15 +50,6 @@ fn get(port: u16, path: &str) -> String {
     out
 }
 
-/// Waits (10 s at most) until `f` holds.
-fn until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !f() {
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// brisk started as the first process of a new PID namespace (and, when
 /// the tests do not run as root, of a user namespace whose root it is);
 /// `None`, after saying the test skips, where no such namespace can be
@@ -93,33 +86,24 @@ fn in_namespace(dir: &TempDir, port: u16) -> Option<Child> {
         skip("unshare(1) not available (util-linux)");
         return None;
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(_)) = child.try_wait() {
+    // Listening, or unshare gone (no namespace for it here).
+    let listens = poll(WAIT_LIMIT, || match child.try_wait() {
+        Ok(Some(_)) => Some(false),
+        _ => TcpStream::connect(("127.0.0.1", port))
+            .is_ok()
+            .then_some(true),
+    });
+    match listens {
+        Some(true) => Some(child),
+        Some(false) => {
             let said = std::fs::read_to_string(dir.path.join("stderr.log")).unwrap_or_default();
             skip(&format!(
                 "no PID namespace can be made here: {}",
                 said.trim()
             ));
-            return None;
+            None
         }
-        assert!(
-            Instant::now() < deadline,
-            "brisk did not listen in its namespace"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some(child)
-}
-
-/// Kills the namespace when dropped (`unshare --kill-child` takes its pid
-/// 1 along), so that a failing test leaves no server behind.
-struct Gone(Child);
-
-impl Drop for Gone {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        None => panic!("brisk did not listen in its namespace"),
     }
 }
 
@@ -152,7 +136,8 @@ fn as_pid_1_brisk_reaps_what_cgi_scripts_leave_and_passes_signals_on() {
     let Some(unshare) = in_namespace(&dir, port) else {
         return;
     };
-    let mut unshare = Gone(unshare);
+    // (Killed on drop: `unshare --kill-child` takes the namespace along.)
+    let mut unshare = KillOnDrop(unshare);
     // The namespace's pid 1: unshare's child.
     let first = children_of(unshare.0.id());
     assert_eq!(first.len(), 1, "{first:?}");
@@ -164,22 +149,22 @@ fn as_pid_1_brisk_reaps_what_cgi_scripts_leave_and_passes_signals_on() {
             "{answer}"
         );
     }
-    // The jobs end 0.2 s after their scripts: then no zombie is left of
-    // them (nor of anything else) under pid 1. The server is still its
-    // only child but for jobs still running.
-    std::thread::sleep(Duration::from_millis(400));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let zombies = loop {
-        let zombies = children_of(init)
-            .into_iter()
-            .filter(|(_, _, state)| *state == 'Z');
-        let zombies: Vec<_> = zombies.collect();
-        if zombies.is_empty() || Instant::now() > deadline {
-            break zombies;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(zombies.is_empty(), "zombies under pid 1: {zombies:?}");
+    // The jobs end 0.2 s after their scripts, pid 1's children by then:
+    // once all are reaped the server is its only child again (the first
+    // jobs have ended long before the last answer: without reaping they
+    // stay, zombies).
+    let alone = poll(WAIT_LIMIT, || {
+        let kids = children_of(init);
+        (kids.len() == 1).then_some(())
+    });
+    let zombies: Vec<_> = children_of(init)
+        .into_iter()
+        .filter(|(_, _, state)| *state == 'Z')
+        .collect();
+    assert!(
+        alone.is_some() && zombies.is_empty(),
+        "zombies under pid 1: {zombies:?}"
+    );
     assert_eq!(name, "brisk-init");
     let kids = children_of(init);
     assert!(kids.iter().any(|(_, name, _)| name == "brisk"), "{kids:?}");
@@ -187,7 +172,7 @@ fn as_pid_1_brisk_reaps_what_cgi_scripts_leave_and_passes_signals_on() {
     // SAFETY: a signal to a process this test started.
     unsafe { libc::kill(init as i32, libc::SIGUSR2) };
     let log = dir.path.join("stderr.log");
-    until("the upgrade refused", || {
+    wait_until("the upgrade refused", || {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
             .contains("SIGUSR2: brisk is its container's first process")
@@ -197,14 +182,7 @@ fn as_pid_1_brisk_reaps_what_cgi_scripts_leave_and_passes_signals_on() {
     // init with its status.
     // SAFETY: as above.
     unsafe { libc::kill(init as i32, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = unshare.0.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "brisk did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(&mut unshare.0, WAIT_LIMIT).expect("brisk did not stop");
     assert!(status.success(), "{status:?}");
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("[info] stopped"), "{said}");

@@ -281,10 +281,10 @@ impl Quic {
                 };
                 let bytes = &self.recv[k * SLOT..k * SLOT + d.len];
                 let data = bytes::BytesMut::from(bytes);
-                let (to, mail) = (d.to, self.route.elsewhere(bytes));
-                match (mail, self.locals[i]) {
+                match (self.route.elsewhere(bytes), self.locals[i]) {
                     // Another worker's connection (a reload's): its own.
                     (Some(owner), Some(local)) => {
+                        let to = d.to;
                         owner.post(route::Mail {
                             local,
                             from,
@@ -292,7 +292,7 @@ impl Quic {
                             data,
                         });
                     }
-                    _ => self.datagram(i, (from, to), data, now, arrived),
+                    _ => self.datagram(i, (from, d.to), data, now, arrived),
                 }
             }
             if came < RECV_BATCH {
