@@ -356,37 +356,33 @@ impl ProxyBody {
     }
 
     /// Names the upstream in the access log (`upstream_addr`).
-    pub fn logged_as(mut self, addr: dial::Addr) -> ProxyBody {
+    pub fn logged_as(&mut self, addr: dial::Addr) {
         self.answered.to(addr);
-        self
     }
 
     /// Over `link` (TLS to an https upstream) rather than plain bytes;
     /// `tls`, the rule's TLS client, for a connection it makes again.
-    pub fn with_link(mut self, link: Link, tls: Tls) -> ProxyBody {
+    pub fn with_link(&mut self, link: Link, tls: Tls) {
         self.link = link;
         self.tls = tls;
-        self
     }
 
     /// The socket is a kept connection, up already, still watched
     /// under the token `watched` if it is: the upstream's silence is
     /// bounded by `read_timeout` from the start.
-    pub fn on_kept_connection(mut self, watched: Option<usize>) -> ProxyBody {
+    pub fn on_kept_connection(&mut self, watched: Option<usize>) {
         self.connected = true;
         self.kept = true;
         self.sock.watched = watched;
-        self
     }
 
     /// Sends `held`, the request's body held whole (`buffer_request`),
     /// after its head, if there is one: none comes from the client.
-    pub fn holding(mut self, held: Option<crate::handlers::spool::Spool>) -> ProxyBody {
+    pub fn holding(&mut self, held: Option<crate::handlers::spool::Spool>) {
         if let Some(held) = held {
             self.outbox.hold(held);
             self.body_open = false;
         }
-        self
     }
 
     /// Whether the request could go again on a new connection should
@@ -406,16 +402,18 @@ impl ProxyBody {
         head: Vec<u8>,
         opts: Options,
         tls: Tls,
-    ) -> Result<ProxyBody, Vec<String>> {
+    ) -> Result<Box<ProxyBody>, Vec<String>> {
         let tried = to.tried();
         let (made, failed) = match dial_link(to, tried, &tls) {
             Ok(made) => (Some(made), None),
             Err(e) => (None, Some(e)),
         };
         let (sock, link) = made.map_or((None, Link::Plain), |(s, l)| (Some(s), l));
-        let mut body = ProxyBody::on(sock, head, opts)
-            .logged_as(dial::addr_at(to, tried))
-            .with_link(link, tls);
+        // (Made in its box and set there: the producer is over a KiB,
+        // and each builder step by value copied it whole.)
+        let mut body = Box::new(ProxyBody::on(sock, head, opts));
+        body.logged_as(dial::addr_at(to, tried));
+        body.with_link(link, tls);
         body.dialed = Some((to.clone(), tried));
         if failed.is_some() && body.next_address() {
             body.sock.unwatched();

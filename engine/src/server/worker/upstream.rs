@@ -96,15 +96,18 @@ impl Worker {
         let check = !ProxyBody::may_go_again(&plan.opts);
         let keep = plan.opts.keep.as_ref();
         if let Some((sock, link, watched)) = self.kept_socket(&plan.to, keep, &tls, check) {
-            let body = ProxyBody::new(sock, plan.head, plan.opts)
-                .with_link(link, tls)
-                .on_kept_connection(watched)
-                .logged_as(dial::addr(&plan.to))
-                .holding(plan.held);
-            return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
+            let mut body = Box::new(ProxyBody::new(sock, plan.head, plan.opts));
+            body.with_link(link, tls);
+            body.on_kept_connection(watched);
+            body.logged_as(dial::addr(&plan.to));
+            body.holding(plan.held);
+            return self.start_watched(c, r, stream, body, redirects, decoder);
         }
         let body = match ProxyBody::connect(&plan.to, plan.head, plan.opts, tls) {
-            Ok(body) => body.holding(plan.held),
+            Ok(mut body) => {
+                body.holding(plan.held);
+                body
+            }
             Err(lines) => {
                 for line in lines {
                     self.logger.log(Level::Error, format_args!("{line}"));
@@ -112,7 +115,7 @@ impl Worker {
                 return Err(Plan::told_error(Status::BAD_GATEWAY, &mut r.scratch));
             }
         };
-        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+        self.start_watched(c, r, stream, body, redirects, decoder)
     }
 
     /// Starts handing request `r` to a FastCGI application as `plan`

@@ -723,7 +723,8 @@ fn room_to_write_alone_does_not_make_it_read() {
 fn it_reads_only_once_told_the_socket_is_readable() {
     let m = logs();
     let (p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
-    let mut p = p.on_kept_connection(Some(7));
+    let mut p = p;
+    p.on_kept_connection(Some(7));
     p.input().unwrap().write().unwrap();
     assert_eq!(received(&mut up, 18), "GET / HTTP/1.1\r\n\r\n");
     up.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
