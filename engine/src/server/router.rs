@@ -55,11 +55,7 @@ use crate::handlers::stream::{Awaited, Channel, Later, Source, Streamed, Wake};
 use crate::handlers::Source as FileSource;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::{BodyFraming, Header};
-use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
-
-/// Header fields a handler's request usually has at most (see
-/// `Router::call_handler`).
-const FEW_HEADERS: usize = 16;
+use crate::http::request::{Field, OwnedRequest, FEW_HEADERS, MAX_HEADERS};
 use crate::http::{Status, TlsSession};
 use crate::log::Logger;
 use crate::server::sites::{Pick, SiteFiles, SiteMounts, Sites};

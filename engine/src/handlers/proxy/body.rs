@@ -42,7 +42,7 @@ use crate::handlers::spool::ReadAhead;
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
-use crate::http::request::MAX_HEADERS;
+use crate::http::request::{FEW_HEADERS, MAX_HEADERS};
 use crate::http::trailers;
 use crate::http::{Status, Version};
 use crate::sys::net::shutdown_write;
@@ -610,23 +610,34 @@ impl ProxyBody {
     /// answers skipped), none if more is needed, or its failure.
     fn read_head(&mut self) -> Option<Gave> {
         loop {
-            // (On the stack: the head's limits allow no more.)
-            let mut fields = [Header {
-                name: &[],
-                value: &[],
-            }; MAX_HEADERS];
+            // (On the stack while they are few; past FEW_HEADERS in a
+            // vector, up to MAX_HEADERS: the head's limits allow no more.)
+            let mut few = [Header::EMPTY; FEW_HEADERS];
+            let mut more: Vec<Header<'_>> = Vec::new();
             let mut count = 0;
             let parsed = parse_response(
                 &self.head_buf,
                 &self.opts.limits,
                 self.opts.head_request,
                 &mut |f| {
-                    if let Some(slot) = fields.get_mut(count) {
+                    if let Some(slot) = few.get_mut(count) {
                         *slot = f;
-                        count += 1;
+                    } else if count < MAX_HEADERS {
+                        if more.is_empty() {
+                            more.reserve(MAX_HEADERS);
+                            more.extend_from_slice(&few);
+                        }
+                        more.push(f);
+                    } else {
+                        return;
                     }
+                    count += 1;
                 },
             );
+            let fields = match more.is_empty() {
+                true => &few[..count],
+                false => &more[..],
+            };
             let h = match parsed {
                 Err(e) => {
                     let why = format!("malformed answer: {}", e.reason);
@@ -640,7 +651,7 @@ impl ProxyBody {
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
             if let (101, Some(offered)) = (h.status, self.opts.upgrade.as_deref()) {
-                if let Some(why) = switch_refused(&h, &fields[..count], offered) {
+                if let Some(why) = switch_refused(&h, fields, offered) {
                     return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
                 }
             }
@@ -653,7 +664,7 @@ impl ProxyBody {
                     true => Switch::Connect,
                     false => Switch::Upgrade,
                 };
-                let mut head = reply_head(&h, &fields[..count], &self.opts.answer, switch);
+                let mut head = reply_head(&h, fields, &self.opts.answer, switch);
                 if self.opts.connect {
                     (head.status, head.reason) = (200, None);
                 }
@@ -680,11 +691,8 @@ impl ProxyBody {
                 let len = h.head_len;
                 let hints =
                     (h.status == 103 && !self.opts.connect && self.hints < MAX_HINTS).then(|| {
-                        let hinted: Vec<Header<'_>> = fields[..count]
-                            .iter()
-                            .filter(|f| hints(f.name))
-                            .copied()
-                            .collect();
+                        let hinted: Vec<Header<'_>> =
+                            fields.iter().filter(|f| hints(f.name)).copied().collect();
                         reply_head(&h, &hinted, &self.opts.answer, Switch::No)
                     });
                 self.head_buf.drain(..len);
@@ -697,7 +705,7 @@ impl ProxyBody {
             if let Some(lease) = &self.lease {
                 lease.group().borrow_mut().answered(lease.index);
             }
-            let head = reply_head(&h, &fields[..count], &self.opts.answer, Switch::No);
+            let head = reply_head(&h, fields, &self.opts.answer, Switch::No);
             let framing = match h.framing {
                 ResponseFraming::None => BodyFraming::Length(0),
                 ResponseFraming::Length(n) => BodyFraming::Length(n),

@@ -158,6 +158,29 @@ fn the_request_goes_byte_for_byte_and_the_answer_by_its_length() {
     assert_eq!(next(&mut p, &m), "end");
 }
 
+/// An answer's fields all pass, in order, however many there are up to
+/// the limit: 15, 16 and 17 (around the array they are gathered in first)
+/// and the rule's limit (64 here); one more is a 502.
+#[test]
+fn every_field_of_an_answer_passes_in_order_up_to_the_limit() {
+    let m = logs();
+    let most = LIMITS.max_headers;
+    for n in [15, 16, 17, most, most + 1] {
+        let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
+        write(&mut p).unwrap();
+        received(&mut up, 18);
+        // (Content-Length is one of the n.)
+        let fields: String = (1..n).map(|i| format!("X-F{i}: {i}\r\n")).collect();
+        let answer = format!("HTTP/1.1 200 OK\r\n{fields}Content-Length: 0\r\n\r\n");
+        up.write_all(answer.as_bytes()).unwrap();
+        let want = match n > most {
+            false => format!("head 200 Some(0) {fields:?}"),
+            true => "fail 502 malformed answer: too many header fields in upstream head".into(),
+        };
+        assert_eq!(next(&mut p, &m), want, "{n} fields");
+    }
+}
+
 #[test]
 fn early_hints_pass_on_before_the_head_and_other_interim_answers_not() {
     // A 103's fields pass (hop-by-hop ones dropped), the 100 and the 102
