@@ -15,7 +15,7 @@ use crate::ascii::IgnoreCase;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use toml::de::{DeString, DeTable, DeValue};
@@ -291,10 +291,11 @@ pub struct ProxyRule {
     pub max_fails: u32,
     /// Active health checks, if any.
     pub health: Option<Health>,
-    /// Edits of the request sent upstream.
-    pub headers: HeaderEdits,
-    /// Edits of the answer sent to the client.
-    pub response_headers: HeaderEdits,
+    /// Edits of the request sent upstream. (Shared: each request's
+    /// plan takes a reference, not a copy of every name and value.)
+    pub headers: Arc<HeaderEdits>,
+    /// Edits of the answer sent to the client (shared likewise).
+    pub response_headers: Arc<HeaderEdits>,
     /// Which `Host` the upstream is sent.
     pub host: HostMode,
     /// Add `Via: 1.1 brisk` both ways.
@@ -453,8 +454,8 @@ impl Default for ProxyRule {
             fail_timeout: p.fail_timeout,
             max_fails: p.max_fails,
             health: None,
-            headers: HeaderEdits::default(),
-            response_headers: HeaderEdits::default(),
+            headers: Arc::default(),
+            response_headers: Arc::default(),
             host: HostMode::Client,
             via: false,
             server: ServerMode::Upstream,
@@ -721,8 +722,10 @@ impl Loader<'_> {
                     strip = Some((value, full));
                 }
                 "health" => rule.health = Some(self.health(&full, value)?),
-                "headers" => rule.headers = self.header_edits(&full, value)?,
-                "response_headers" => rule.response_headers = self.header_edits(&full, value)?,
+                "headers" => rule.headers = Arc::new(self.header_edits(&full, value)?),
+                "response_headers" => {
+                    rule.response_headers = Arc::new(self.header_edits(&full, value)?)
+                }
                 "host" => {
                     let choices = [
                         ("client", HostMode::Client),

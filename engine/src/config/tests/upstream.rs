@@ -137,7 +137,7 @@ fn every_proxy_key() {
         })
     );
     assert_eq!(
-        a.headers,
+        *a.headers,
         HeaderEdits {
             set: vec![
                 ("X-App".into(), "brisk".into()),
@@ -147,7 +147,7 @@ fn every_proxy_key() {
         }
     );
     assert_eq!(
-        a.response_headers,
+        *a.response_headers,
         HeaderEdits {
             set: vec![],
             remove: vec!["Server-Timing".into()],

@@ -77,8 +77,8 @@ const OWN: [&str; 1] = ["content-length"];
 /// How the answer is passed on (from the rule).
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
-    /// `response_headers`: fields set and removed.
-    pub edits: HeaderEdits,
+    /// `response_headers`: fields set and removed (the rule's).
+    pub edits: std::sync::Arc<HeaderEdits>,
     /// `via`: `Via: 1.1 brisk` is added.
     pub via: bool,
     /// `server`: the upstream's `Server` passes (if it sent one), or
@@ -166,7 +166,7 @@ pub struct Options {
     /// The rule's `headers`: what it sets and removes in the request,
     /// which the client's trailers are held to as its head was
     /// ([`super::request::passes`]).
-    pub forward: HeaderEdits,
+    pub forward: std::sync::Arc<HeaderEdits>,
     /// How the answer's head is edited.
     pub answer: Answer,
     /// Where the connection goes once the answer ended exactly and the

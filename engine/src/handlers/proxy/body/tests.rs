@@ -394,7 +394,8 @@ fn the_answers_head_is_edited_by_the_rule() {
         edits: HeaderEdits {
             set: vec![("X-Set".into(), "brisk".into())],
             remove: vec!["x-powered-by".into()],
-        },
+        }
+        .into(),
         via: true,
         server: ServerMode::Brisk,
         relocate: None,
@@ -421,7 +422,7 @@ fn the_answers_head_is_edited_by_the_rule() {
     ] {
         let mut opts = options(BodyOut::None);
         opts.answer = Answer {
-            edits: HeaderEdits { set, remove },
+            edits: HeaderEdits { set, remove }.into(),
             via: true,
             server: ServerMode::Upstream,
             relocate: None,
