@@ -53,17 +53,32 @@ pub fn stand_in() -> io::Result<()> {
         libc::sigfillset(&mut all);
         libc::sigprocmask(libc::SIG_SETMASK, &all, &mut before);
     }
+    // The init's name is taken before the fork, and the server takes
+    // its own back before it does anything: once the server listens, `ps`
+    // (and a test) sees each under its name. (Renamed after the fork, pid
+    // 1 could still be "brisk" while the server already answered.)
+    let mut own = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL-terminated, into
+    // `own`; PR_SET_NAME reads a NUL-terminated name.
+    unsafe {
+        libc::prctl(libc::PR_GET_NAME, own.as_mut_ptr());
+        libc::prctl(libc::PR_SET_NAME, c"brisk-init".as_ptr());
+    }
+    // SAFETY: `own` holds a NUL-terminated name (16 bytes at most).
+    let own_name = || unsafe { libc::prctl(libc::PR_SET_NAME, own.as_ptr()) };
     // SAFETY: one thread (the caller's contract): the child may do
     // anything the parent could.
     let server = match cvt(unsafe { libc::fork() }) {
         Ok(pid) => pid,
         Err(e) => {
+            own_name();
             // SAFETY: restores the mask read above.
             unsafe { libc::sigprocmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) };
             return Err(e);
         }
     };
     if server == 0 {
+        own_name();
         UNDER_INIT.store(true, Ordering::Relaxed);
         // SAFETY: restores the mask brisk started with.
         unsafe { libc::sigprocmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) };
@@ -83,8 +98,6 @@ fn passed_on(code: libc::c_int) -> bool {
 /// The init's loop: reaps every child it is given, passes every other
 /// signal to `server`, and ends as `server` ends.
 fn init(server: libc::pid_t, all: &libc::sigset_t) -> ! {
-    // SAFETY: a NUL-terminated name of 10 bytes (at most 16 are taken).
-    unsafe { libc::prctl(libc::PR_SET_NAME, c"brisk-init".as_ptr()) };
     loop {
         // SAFETY: plain old data, filled by the call.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
