@@ -195,6 +195,16 @@ impl OwnedRequest {
         self.bytes.capacity() > 0
     }
 
+    /// Trades buffers (and what is in them) with `other`, and nothing
+    /// else: a request done with gives them to the next without the
+    /// rest of it being copied.
+    pub fn swap_buffers(&mut self, other: &mut OwnedRequest) {
+        std::mem::swap(&mut self.bytes, &mut other.bytes);
+        std::mem::swap(&mut self.headers, &mut other.headers);
+        std::mem::swap(&mut self.path, &mut other.path);
+        std::mem::swap(&mut self.user, &mut other.user);
+    }
+
     /// Parses the request head at the start of `input` into `self`
     /// (whatever it held before is replaced; its buffers are reused).
     ///
@@ -693,6 +703,23 @@ mod tests {
         assert_eq!(r.field(Field::UserAgent), None);
         assert_eq!(r.field(Field::Referer), None);
         assert_eq!(r.headers().count(), 0);
+    }
+
+    #[test]
+    fn a_request_done_with_gives_its_buffers_to_the_next() {
+        let mut held = parsed(b"GET /a HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n\r\n");
+        let (bytes, headers) = (held.bytes.capacity(), held.headers.capacity());
+        let mut next = OwnedRequest::default();
+        assert!(!next.has_buffers());
+        next.swap_buffers(&mut held);
+        assert!(next.has_buffers() && !held.has_buffers());
+        assert_eq!(
+            (next.bytes.capacity(), next.headers.capacity()),
+            (bytes, headers)
+        );
+        next.parse(b"GET /b HTTP/1.1\r\nHost: h\r\n\r\n", &LIMITS)
+            .unwrap();
+        assert_eq!((next.path(), next.headers().count()), (Ok(&b"/b"[..]), 1));
     }
 
     #[test]

@@ -112,14 +112,30 @@ impl Exchanges {
     /// Takes the exchange `id` names out, if it is still there; its slot
     /// is reused under a new generation (`id` names nothing from now on).
     pub fn remove(&mut self, id: ExchangeId) -> Option<Exchange> {
+        let ex = self.slot_of(id)?.take();
+        self.free.push(id.index);
+        ex
+    }
+
+    /// Drops the exchange `id` names where it lies, if it is still there
+    /// (as [`Exchanges::remove`]): a run is a few hundred bytes, and each
+    /// move of one copies them all.
+    pub fn discard(&mut self, id: ExchangeId) {
+        if let Some(slot) = self.slot_of(id) {
+            *slot = None;
+            self.free.push(id.index);
+        }
+    }
+
+    /// The full slot `id` names, its generation moved on (`id` names
+    /// nothing from now on): the caller empties it and frees its index.
+    fn slot_of(&mut self, id: ExchangeId) -> Option<&mut Option<Exchange>> {
         let slot = self.slots.get_mut(id.index())?;
         if slot.0 != id.gen || slot.1.is_none() {
             return None;
         }
-        let ex = slot.1.take();
         slot.0 = slot.0.checked_add(1).unwrap_or(NonZeroU32::MIN);
-        self.free.push(id.index);
-        ex
+        Some(&mut slot.1)
     }
 
     /// What exchange `id` waits for, if it is there and waits.
@@ -314,6 +330,26 @@ mod tests {
         }
         let far = other.insert(waiting(0, None, 9));
         assert!(all.get(far).is_none() && all.remove(far).is_none());
+    }
+
+    #[test]
+    fn a_discarded_exchange_is_gone_and_its_slot_freed_once() {
+        let mut all = Exchanges::new();
+        let a = all.insert(waiting(1, None, 1));
+        let b = all.insert(waiting(2, None, 2));
+        all.discard(a);
+        assert!(all.get(a).is_none() && all.remove(a).is_none());
+        assert_eq!(all.len(), 1);
+        // Again, and by a stale id once the slot is reused: nothing.
+        all.discard(a);
+        let c = all.insert(waiting(3, None, 3));
+        assert_eq!(c.index(), a.index());
+        all.discard(a);
+        assert_eq!(check(all.get(c).unwrap()), 3);
+        // The slot was freed once: the next exchange takes a new one.
+        let d = all.insert(waiting(4, None, 4));
+        assert_eq!((d.index(), all.slots(), all.len()), (2, 3, 3));
+        assert_eq!(check(all.get(b).unwrap()), 2);
     }
 
     #[test]

@@ -365,7 +365,7 @@ impl Worker {
         // exchanges, and the HTTP/1.1 state is done with.)
         if let Some(h1) = c.proto.h1_mut() {
             if let Some(id) = h1.run_ex() {
-                self.exchanges.take_run(id);
+                self.exchanges.discard(id);
             }
             h1.set(State::Idle, &mut c.life, self.clock.now);
         }

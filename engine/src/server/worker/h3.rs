@@ -744,7 +744,7 @@ impl Worker {
             upstream_time(&mut a, &run);
             self.unwatch_run(&mut run);
             if a.log.is_none() && !run.started() {
-                self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
+                self.log_produced(c, &run, status, c.queued_end());
             }
         }
         self.h3_log(a, false);

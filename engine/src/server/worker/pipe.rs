@@ -99,6 +99,15 @@ pub(super) fn retire(registry: &mio::Registry, run: &mut Run) {
     }
 }
 
+/// Takes every source of `run` out of `registry`'s watch (see
+/// [`Worker::unwatch_run`]).
+pub(super) fn unwatch_all(registry: &mio::Registry, run: &mut Run) {
+    retire(registry, run);
+    for (fd, _) in run.sources().into_iter().flatten() {
+        unwatch(registry, fd);
+    }
+}
+
 /// Takes the sources `run` (the answer of the exchange in slot `index`)
 /// is done with out of `registry`'s watch, and watches the one that
 /// replaced them, if any (an upstream's new connection): `outcome`, the
@@ -344,20 +353,11 @@ impl Worker {
         Ok(())
     }
 
-    /// Takes the sources `run` is done with out of the watch, and lets
-    /// them close.
-    pub(super) fn unwatch_retired(&self, run: &mut Run) {
-        retire(self.poll.registry(), run);
-    }
-
     /// Takes every source of `run` out of the watch (it is dropped next,
     /// which closes them). (A kept upstream connection is no longer
     /// among them: its pool has it, watched.)
     pub(super) fn unwatch_run(&self, run: &mut Run) {
-        self.unwatch_retired(run);
-        for (fd, _) in run.sources().into_iter().flatten() {
-            unwatch(self.poll.registry(), fd);
-        }
+        unwatch_all(self.poll.registry(), run);
     }
 
     /// A local redirect (a CGI `Location: /path` with no body, RFC 3875

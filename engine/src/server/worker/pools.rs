@@ -176,10 +176,10 @@ impl Pools {
     /// it answered and which is logged now, if the request buffers at
     /// hand have none (they were taken when it was held): the next
     /// request parses into them instead of growing new ones.
-    pub(super) fn take_back_held(&mut self, held: Held) {
+    pub(super) fn take_back_held(&mut self, held: &mut Held) {
         if let Some(r) = self.request.as_mut() {
             if !r.req.has_buffers() {
-                r.req = held.req;
+                r.req.swap_buffers(&mut held.req);
             }
         }
     }

@@ -9,6 +9,8 @@
 //! where the answer ends (logged, and the connection or the stream goes
 //! on, or a local redirect is followed).
 
+use super::clock::Clock;
+use super::counting::Counts;
 use super::{answering, Request, Worker};
 use crate::config::Config;
 use crate::handlers::produce::Produce;
@@ -23,7 +25,6 @@ use crate::server::h1;
 use crate::server::h1::sink::{Framing, H1Sink, Producing};
 use crate::server::router::Router;
 use crate::server::run::{Outcome, PumpCx, Run, Sink};
-use crate::server::waits::Held;
 
 /// What a drive of a produced answer may use besides its run and sink.
 pub(super) struct Tools<'a> {
@@ -361,12 +362,26 @@ impl Worker {
             }
             _ => None,
         };
-        let Some((p, run)) = self.h1_end_run(c) else {
+        let Some(p) =
+            (c.proto.h1_mut()).and_then(|h1| h1.end_produced(&mut c.life, self.clock.now))
+        else {
             return;
         };
+        // (The run is done with where it lies, and dropped there: see
+        // `Exchanges::discard`.)
+        let Some(run) = self.exchanges.run_mut(p.ex) else {
+            return;
+        };
+        super::pipe::unwatch_all(self.poll.registry(), run);
         let (status, body_from) = failed.unwrap_or((run.status(), p.framing.body_from));
-        self.log_produced(c, &run.request, status, body_from, run.upstream());
-        self.pools.take_back_held(run.request);
+        let logs = Logs {
+            counts: &self.counts,
+            clock: &self.clock,
+            logger: &mut self.logger,
+        };
+        logs.produced(c, run, status, body_from);
+        self.pools.take_back_held(&mut run.request);
+        self.exchanges.discard(p.ex);
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.life.close();
         }
@@ -381,7 +396,7 @@ impl Worker {
             return;
         };
         let status = run.stop(&mut self.logger);
-        self.log_produced(c, &run.request, status, p.framing.body_from, run.upstream());
+        self.log_produced(c, &run, status, p.framing.body_from);
         c.life.close();
     }
 
@@ -425,23 +440,37 @@ impl Worker {
         c.queued_end().saturating_sub(body)
     }
 
-    /// Logs the answer to `request` (`status`, its body from the
+    /// Logs `run`'s answer to its request (`status`, its body from the
     /// connection's byte `body_from` to what is queued now) once its last
     /// byte has left, or the connection ended, with what was sent.
-    pub(super) fn log_produced(
-        &mut self,
-        c: &mut Conn,
-        request: &Held,
-        status: u16,
-        body_from: u64,
-        upstream: Option<crate::log::Upstream<'_>>,
-    ) {
-        self.count_answer(&request.req, status, request.started);
+    pub(super) fn log_produced(&mut self, c: &mut Conn, run: &Run, status: u16, body_from: u64) {
+        let logs = Logs {
+            counts: &self.counts,
+            clock: &self.clock,
+            logger: &mut self.logger,
+        };
+        logs.produced(c, run, status, body_from);
+    }
+}
+
+/// What logging a produced answer takes of the worker: borrowed apart
+/// from its exchanges, so that a run is logged where it lies.
+struct Logs<'a> {
+    counts: &'a Counts,
+    clock: &'a Clock,
+    logger: &'a mut Logger,
+}
+
+impl Logs<'_> {
+    /// See [`Worker::log_produced`].
+    fn produced(self, c: &mut Conn, run: &Run, status: u16, body_from: u64) {
+        let request = &run.request;
+        (self.counts).answered(&request.req, status, request.started, self.clock.now);
         if self.logger.access_enabled() {
             let mut rec = super::request_record(c, self.clock.wall(), &request.req, status);
-            rec.upstream = upstream;
-            let log = &mut self.logger;
-            super::access_log::push_record(c, log, &rec, body_from, request.started);
+            // (Only then: it reads the clock.)
+            rec.upstream = run.upstream();
+            super::access_log::push_record(c, self.logger, &rec, body_from, request.started);
         }
     }
 }
@@ -599,7 +628,7 @@ mod h2 {
             upstream_time(a, &run);
             self.unwatch_run(&mut run);
             if log && !run.started() {
-                self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
+                self.log_produced(c, &run, status, c.queued_end());
             }
         }
 

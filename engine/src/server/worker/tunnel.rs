@@ -72,9 +72,9 @@ impl Worker {
             return;
         };
         let registry = self.poll.registry();
-        self.unwatch_retired(&mut run);
+        super::pipe::retire(registry, &mut run);
         let status = run.status();
-        let (producer, held) = run.into_tunnel();
+        let (producer, mut held) = run.into_tunnel();
         for (i, source) in producer.sources().into_iter().enumerate() {
             let Some((fd, want)) = source else { continue };
             let (token, interest) = (token_at(c.index, i), super::pipe::interest(want));
@@ -89,7 +89,7 @@ impl Worker {
         let client = client_of(c, &held.req);
         let https = held.req.https(c.transport.session().is_some());
         let logged = Logged::new(&held.req, (client, https), held.started, status);
-        self.pools.take_back_held(held);
+        self.pools.take_back_held(&mut held);
         c.proto = Proto::Tunnel(Box::new(Tunnel {
             producer,
             logged,
