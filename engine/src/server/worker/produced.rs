@@ -70,9 +70,9 @@ impl Worker {
         match plan.body {
             Body::Pipe(pipe) => self.start_pipe(c, r, stream, *pipe, redirects, decoder),
             #[cfg(feature = "upstreams")]
-            Body::Upstream(plan) => self.start_upstream(c, r, stream, *plan, redirects, decoder),
+            Body::Upstream(plan) => self.start_upstream(c, r, stream, plan, redirects, decoder),
             #[cfg(feature = "upstreams")]
-            Body::Fastcgi(plan) => self.start_fastcgi(c, r, stream, *plan, redirects, decoder),
+            Body::Fastcgi(plan) => self.start_fastcgi(c, r, stream, plan, redirects, decoder),
             // (A handler's request body was read before it ran.)
             Body::Stream(streamed) => {
                 let producer = streamed.producer(plan.status, &r.scratch.headers);
