@@ -34,6 +34,7 @@ use super::dial;
 use super::link::{Link, Tls};
 use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
+use super::UpstreamPlan;
 use crate::config::{HeaderEdits, Level, ServerMode, Tried};
 use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Spliced, Want, Wrote};
@@ -285,7 +286,10 @@ pub struct ProxyBody {
     /// More came than it holds: the tunnel does not open (a 502, never
     /// a tunnel that lost bytes).
     early_over: bool,
-    opts: Options,
+    /// The router's plan: its options (the rest of it taken), in the
+    /// box it came in (the producer is smaller for it, and no copy of
+    /// them is made).
+    plan: Box<UpstreamPlan>,
     /// For the access log: the upstream (`127.0.0.1:9001`), and once
     /// its head came, its status and after how long.
     answered: Answered,
@@ -295,12 +299,16 @@ impl ProxyBody {
     /// The answer to the request whose `head` (from
     /// [`super::request::write_head`]) goes on `sock`, a socket
     /// connected, or connecting, to the upstream, non-blocking.
-    pub fn new(sock: OwnedFd, head: Vec<u8>, opts: Options) -> ProxyBody {
-        ProxyBody::on(Some(sock), head, opts)
+    /// (`plan` says the rest: its head, its options, its body if held.)
+    pub fn new(sock: OwnedFd, plan: Box<UpstreamPlan>) -> ProxyBody {
+        ProxyBody::on(Some(sock), plan)
     }
 
     /// As [`ProxyBody::new`], on `sock` if there is one yet.
-    fn on(sock: Option<OwnedFd>, head: Vec<u8>, opts: Options) -> ProxyBody {
+    fn on(sock: Option<OwnedFd>, mut plan: Box<UpstreamPlan>) -> ProxyBody {
+        let head = std::mem::take(&mut plan.head);
+        let held = plan.held.take();
+        let opts = &plan.opts;
         // (Only a request that may go again keeps a copy of its head;
         // the outbox sends the head it is given.)
         let again = opts.turn.as_ref().is_some_and(|t| t.idempotent);
@@ -320,7 +328,8 @@ impl ProxyBody {
         let body_open = opts.body != BodyOut::None;
         outbox.body_end = !body_open;
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
-        ProxyBody {
+        let ahead = ReadAhead::new(opts.hold, opts.temp.as_deref());
+        let mut body = ProxyBody {
             sock: Socket::new(sock),
             link: Link::Plain,
             tls: Tls::default(),
@@ -341,7 +350,7 @@ impl ProxyBody {
             hints: 0,
             interim: 0,
             rest: Vec::new(),
-            ahead: ReadAhead::new(opts.hold, opts.temp.as_deref()),
+            ahead,
             unframe: Unframe::default(),
             finished: false,
             keep_alive: false,
@@ -350,9 +359,11 @@ impl ProxyBody {
             ended_early: false,
             early: Vec::new(),
             early_over: false,
-            opts,
+            plan,
             answered: Answered::new(),
-        }
+        };
+        body.holding(held);
+        body
     }
 
     /// Names the upstream in the access log (`upstream_addr`).
@@ -378,7 +389,7 @@ impl ProxyBody {
 
     /// Sends `held`, the request's body held whole (`buffer_request`),
     /// after its head, if there is one: none comes from the client.
-    pub fn holding(&mut self, held: Option<crate::handlers::spool::Spool>) {
+    fn holding(&mut self, held: Option<crate::handlers::spool::Spool>) {
         if let Some(held) = held {
             self.outbox.hold(held);
             self.body_open = false;
@@ -392,36 +403,35 @@ impl ProxyBody {
         opts.body == BodyOut::None && opts.turn.as_ref().is_some_and(|t| t.idempotent)
     }
 
-    /// The answer to the request whose `head` goes to the upstream
-    /// `opts.turn` picked (or to `to`, without one), on a new connection;
-    /// when it cannot be made at once, to the next upstream as
-    /// [`ProxyBody::try_again`] allows. Errs with the lines to log when
-    /// none could be reached (502).
-    pub fn connect(
-        to: &super::Upstream,
-        head: Vec<u8>,
-        opts: Options,
-        tls: Tls,
-    ) -> Result<Box<ProxyBody>, Vec<String>> {
+    /// The answer to `plan`'s request, whose head goes to the upstream
+    /// its `opts.turn` picked (or to its `to`, without one), on a new
+    /// connection; when it cannot be made at once, to the next upstream
+    /// as [`ProxyBody::try_again`] allows. Errs with the lines to log
+    /// when none could be reached (502).
+    pub fn connect(mut plan: Box<UpstreamPlan>) -> Result<Box<ProxyBody>, Vec<String>> {
+        // (Nothing without the feature `tls`.)
+        #[cfg_attr(not(feature = "tls"), allow(clippy::let_unit_value))]
+        let tls = std::mem::take(&mut plan.tls);
+        let to = plan.to.clone();
         let tried = to.tried();
-        let (made, failed) = match dial_link(to, tried, &tls) {
+        let (made, failed) = match dial_link(&to, tried, &tls) {
             Ok(made) => (Some(made), None),
             Err(e) => (None, Some(e)),
         };
         let (sock, link) = made.map_or((None, Link::Plain), |(s, l)| (Some(s), l));
-        // (Made in its box and set there: the producer is over a KiB,
+        // (Made in its box and set there: the producer is most of a KiB,
         // and each builder step by value copied it whole.)
-        let mut body = Box::new(ProxyBody::on(sock, head, opts));
-        body.logged_as(dial::addr_at(to, tried));
+        let mut body = Box::new(ProxyBody::on(sock, plan));
+        body.logged_as(dial::addr_at(&to, tried));
         body.with_link(link, tls);
-        body.dialed = Some((to.clone(), tried));
+        body.dialed = Some((to, tried));
         if failed.is_some() && body.next_address() {
             body.sock.unwatched();
             return Ok(body);
         }
         if let Some(e) = failed {
             let why = format!("cannot connect: {e}");
-            let label = body.opts.label.clone();
+            let label = body.plan.opts.label.clone();
             if !body.try_again(false, &why) {
                 // (Tried again elsewhere, the notes tell this one too.)
                 if body.notes.is_empty() {
@@ -452,8 +462,10 @@ impl ProxyBody {
     /// same one; only when its method is idempotent and nothing of its
     /// body went (RFC 9110 §9.2.2). Every upstream is tried at most once.
     fn try_again(&mut self, stale: bool, why: &str) -> bool {
-        let (Some(turn), Some(at)) = (self.opts.turn.clone(), self.lease.as_ref().map(|l| l.index))
-        else {
+        let (Some(turn), Some(at)) = (
+            self.plan.opts.turn.clone(),
+            self.lease.as_ref().map(|l| l.index),
+        ) else {
             return false;
         };
         let now = Instant::now();
@@ -478,7 +490,7 @@ impl ProxyBody {
             let Some(i) = pick else {
                 if !first {
                     // (The first failure is the caller's to tell.)
-                    self.notes.push(format!("{}: {why}", self.opts.label));
+                    self.notes.push(format!("{}: {why}", self.plan.opts.label));
                 }
                 return false;
             };
@@ -489,7 +501,7 @@ impl ProxyBody {
             let to = turn.group.borrow().to[i].clone();
             self.notes.push(format!(
                 "{}: {why}; sent again to {}",
-                self.opts.label,
+                self.plan.opts.label,
                 dial::label(&to)
             ));
             let tried = to.tried();
@@ -501,7 +513,7 @@ impl ProxyBody {
                 }
                 Err(e) => {
                     turn.group.borrow_mut().failed(i, now);
-                    self.opts.label = dial::label(&to).into();
+                    self.plan.opts.label = dial::label(&to).into();
                     why = format!("cannot connect: {e}");
                 }
             }
@@ -533,9 +545,9 @@ impl ProxyBody {
         self.outbox.replace_front(unsent, &head);
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
-        self.opts.label = dial::label(to).into();
+        self.plan.opts.label = dial::label(to).into();
         self.answered.to(dial::addr_at(to, tried));
-        if let Some(keep) = self.opts.keep.as_mut() {
+        if let Some(keep) = self.plan.opts.keep.as_mut() {
             keep.to = to.clone();
         }
     }
@@ -600,7 +612,7 @@ impl ProxyBody {
             && self.outbox.done()
             && self.rest.is_empty()
             && !self.unframe.had_extra();
-        match (&self.opts.keep, reusable) {
+        match (&self.plan.opts.keep, reusable) {
             (Some(keep), true) => keep.keep(&mut self.sock, std::mem::take(&mut self.link)),
             _ => self.retire(),
         }
@@ -617,8 +629,8 @@ impl ProxyBody {
             let mut count = 0;
             let parsed = parse_response(
                 &self.head_buf,
-                &self.opts.limits,
-                self.opts.head_request,
+                &self.plan.opts.limits,
+                self.plan.opts.head_request,
                 &mut |f| {
                     if let Some(slot) = few.get_mut(count) {
                         *slot = f;
@@ -646,11 +658,11 @@ impl ProxyBody {
                 Ok(None) => return None,
                 Ok(Some(h)) => h,
             };
-            if h.status == 101 && self.opts.upgrade.is_none() {
+            if h.status == 101 && self.plan.opts.upgrade.is_none() {
                 let why = "101 Switching Protocols to a request that asked for none";
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
-            if let (101, Some(offered)) = (h.status, self.opts.upgrade.as_deref()) {
+            if let (101, Some(offered)) = (h.status, self.plan.opts.upgrade.as_deref()) {
                 if let Some(why) = switch_refused(&h, fields, offered) {
                     return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
                 }
@@ -660,12 +672,12 @@ impl ProxyBody {
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
             if h.status == 101 {
-                let switch = match self.opts.connect {
+                let switch = match self.plan.opts.connect {
                     true => Switch::Connect,
                     false => Switch::Upgrade,
                 };
-                let mut head = reply_head(&h, fields, &self.opts.answer, switch);
-                if self.opts.connect {
+                let mut head = reply_head(&h, fields, &self.plan.opts.answer, switch);
+                if self.plan.opts.connect {
                     (head.status, head.reason) = (200, None);
                 }
                 // (The access log's `upstream_*` fields, as for any head.)
@@ -673,7 +685,7 @@ impl ProxyBody {
                 self.open_tunnel(h.head_len);
                 return Some(Gave::Head(head, None));
             }
-            if self.opts.connect && (200..300).contains(&h.status) {
+            if self.plan.opts.connect && (200..300).contains(&h.status) {
                 let why = "the upstream answered a WebSocket's extended CONNECT without a 101";
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
@@ -689,11 +701,11 @@ impl ProxyBody {
                     return Some(Gave::Fail(Status::BAD_GATEWAY, why));
                 }
                 let len = h.head_len;
-                let hints =
-                    (h.status == 103 && !self.opts.connect && self.hints < MAX_HINTS).then(|| {
+                let hints = (h.status == 103 && !self.plan.opts.connect && self.hints < MAX_HINTS)
+                    .then(|| {
                         let hinted: Vec<Header<'_>> =
                             fields.iter().filter(|f| hints(f.name)).copied().collect();
-                        reply_head(&h, &hinted, &self.opts.answer, Switch::No)
+                        reply_head(&h, &hinted, &self.plan.opts.answer, Switch::No)
                     });
                 self.head_buf.drain(..len);
                 if let Some(hints) = hints {
@@ -705,14 +717,14 @@ impl ProxyBody {
             if let Some(lease) = &self.lease {
                 lease.group().borrow_mut().answered(lease.index);
             }
-            let head = reply_head(&h, fields, &self.opts.answer, Switch::No);
+            let head = reply_head(&h, fields, &self.plan.opts.answer, Switch::No);
             let framing = match h.framing {
                 ResponseFraming::None => BodyFraming::Length(0),
                 ResponseFraming::Length(n) => BodyFraming::Length(n),
                 ResponseFraming::Chunked => BodyFraming::Chunked,
                 ResponseFraming::Close => BodyFraming::None,
             };
-            self.unframe = Unframe::new(framing, self.opts.max_trailers);
+            self.unframe = Unframe::new(framing, self.plan.opts.max_trailers);
             self.started = true;
             self.answered.head(h.status);
             self.keep_alive = h.keep_alive;
@@ -747,7 +759,7 @@ impl ProxyBody {
     /// Before the upstream switched, an upgrade's input takes the bytes
     /// to hold for the tunnel.
     fn holds_early(&self) -> bool {
-        self.opts.upgrade.is_some() && !self.tunnel && !self.body_open
+        self.plan.opts.upgrade.is_some() && !self.tunnel && !self.body_open
     }
 
     /// Body bytes read into `buf`, taken out of their framing: what to
@@ -782,7 +794,7 @@ impl ProxyBody {
             if read {
                 let gave = self.body(&mut piece);
                 if !piece.is_empty() {
-                    let (temp, label) = (self.opts.temp.as_deref(), &self.opts.label);
+                    let (temp, label) = (self.plan.opts.temp.as_deref(), &self.plan.opts.label);
                     self.ahead.push(&piece, temp, label, log);
                 }
                 if self.unframe.is_bad() {
@@ -1020,7 +1032,7 @@ fn reply_head(
 
 impl Produce for ProxyBody {
     fn label(&self) -> &str {
-        &self.opts.label
+        &self.plan.opts.label
     }
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
@@ -1030,7 +1042,7 @@ impl Produce for ProxyBody {
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
-        let o = &self.opts;
+        let o = &self.plan.opts;
         Waiting::now(self.connected, &self.outbox).pick([
             o.connect_timeout,
             o.send_timeout,
@@ -1166,7 +1178,9 @@ impl Produce for ProxyBody {
         // The upstream's trailers, held to what its head was.
         let lines = self.unframe.trailers()?;
         let mut kept = Vec::new();
-        trailers::keep(&lines, &mut kept, |n| answer_passes(n, &self.opts.answer));
+        trailers::keep(&lines, &mut kept, |n| {
+            answer_passes(n, &self.plan.opts.answer)
+        });
         (!kept.is_empty()).then_some(kept)
     }
 
@@ -1247,8 +1261,8 @@ impl Produce for ProxyBody {
             writable,
             open: self.body_open,
             shut: self.shut,
-            timeouts: (self.opts.read_timeout, self.opts.send_timeout),
-            label: std::rc::Rc::clone(&self.opts.label),
+            timeouts: (self.plan.opts.read_timeout, self.plan.opts.send_timeout),
+            label: std::rc::Rc::clone(&self.plan.opts.label),
             began,
             addr,
             answered,
@@ -1263,7 +1277,7 @@ impl Drop for ProxyBody {
         // The buffers go back to the pool, for the next answers (the
         // request's head, sent from the outbox's, the copy kept to send
         // it again, the answer's head).
-        if let Some(keep) = &self.opts.keep {
+        if let Some(keep) = &self.plan.opts.keep {
             let mut pool = keep.pool.borrow_mut();
             pool.give_back(self.outbox.take_buf());
             pool.give_back(std::mem::take(&mut self.head));
@@ -1296,7 +1310,7 @@ impl Input for ProxyBody {
         if !self.body_open || data.is_empty() {
             return;
         }
-        if self.opts.body == BodyOut::Chunked {
+        if self.plan.opts.body == BodyOut::Chunked {
             self.outbox.push_chunk(data);
         } else {
             self.outbox.push(data, true);
@@ -1358,17 +1372,17 @@ impl Input for ProxyBody {
     }
 
     fn end_with(&mut self, trailers: &[u8]) {
-        if self.opts.upgrade.is_some() && !self.tunnel {
+        if self.plan.opts.upgrade.is_some() && !self.tunnel {
             self.ended_early = true;
         }
         if !self.body_open || self.outbox.body_end {
             return;
         }
-        if self.opts.body == BodyOut::Chunked {
+        if self.plan.opts.body == BodyOut::Chunked {
             // The last chunk, with the client's trailers (RFC 9112
             // §7.1.2) that may go on; a body sent by its length has no
             // place for them.
-            let (f, via) = (&self.opts.forward, self.opts.answer.via);
+            let (f, via) = (&self.plan.opts.forward, self.plan.opts.answer.via);
             let mut kept = Vec::new();
             trailers::keep(trailers, &mut kept, |n| {
                 super::request::passes(n, &f.set, &f.remove, via)

@@ -79,7 +79,7 @@ impl Worker {
         c: &mut Conn,
         r: &mut Request,
         stream: Option<u32>,
-        plan: Box<UpstreamPlan>,
+        mut plan: Box<UpstreamPlan>,
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
@@ -91,24 +91,21 @@ impl Worker {
         if self.refuses(c, stream, &plan.opts.label) {
             return Ok(());
         }
-        // (Nothing without the feature `tls`.)
-        #[cfg_attr(not(feature = "tls"), allow(clippy::let_unit_value))]
-        let tls = plan.tls;
         let check = !ProxyBody::may_go_again(&plan.opts);
         let keep = plan.opts.keep.as_ref();
-        if let Some((sock, link, watched)) = self.kept_socket(&plan.to, keep, &tls, check) {
-            let mut body = Box::new(ProxyBody::new(sock, plan.head, plan.opts));
+        if let Some((sock, link, watched)) = self.kept_socket(&plan.to, keep, &plan.tls, check) {
+            // (Nothing without the feature `tls`.)
+            #[cfg_attr(not(feature = "tls"), allow(clippy::let_unit_value))]
+            let tls = std::mem::take(&mut plan.tls);
+            let addr = dial::addr(&plan.to);
+            let mut body = Box::new(ProxyBody::new(sock, plan));
             body.with_link(link, tls);
             body.on_kept_connection(watched);
-            body.logged_as(dial::addr(&plan.to));
-            body.holding(plan.held);
+            body.logged_as(addr);
             return self.start_watched(c, r, stream, body, redirects, decoder);
         }
-        let body = match ProxyBody::connect(&plan.to, plan.head, plan.opts, tls) {
-            Ok(mut body) => {
-                body.holding(plan.held);
-                body
-            }
+        let body = match ProxyBody::connect(plan) {
+            Ok(body) => body,
             Err(lines) => {
                 for line in lines {
                     self.logger.log(Level::Error, format_args!("{line}"));

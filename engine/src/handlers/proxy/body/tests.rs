@@ -60,12 +60,29 @@ fn forwarded(head: &str, body: BodyOut) -> Vec<u8> {
     out
 }
 
+/// The plan of a request whose `head` goes to `to` (a unix socket that
+/// is not there, where the test connects the producer itself).
+pub(crate) fn plan(
+    to: Option<super::super::Upstream>,
+    head: &[u8],
+    opts: Options,
+) -> Box<UpstreamPlan> {
+    let nowhere = || super::super::Upstream::Unix(std::path::Path::new("/nonexistent").into());
+    Box::new(UpstreamPlan {
+        to: to.unwrap_or_else(nowhere),
+        head: head.to_vec(),
+        opts,
+        tls: Tls::default(),
+        held: None,
+    })
+}
+
 /// A producer on one end of a socket pair, the upstream on the other.
 fn started(head: &[u8], opts: Options) -> (ProxyBody, UnixStream) {
     let (ours, theirs) = UnixStream::pair().unwrap();
     ours.set_nonblocking(true).unwrap();
     (
-        ProxyBody::new(OwnedFd::from(ours), head.to_vec(), opts),
+        ProxyBody::new(OwnedFd::from(ours), plan(None, head, opts)),
         theirs,
     )
 }
@@ -364,11 +381,8 @@ fn a_refused_connection_is_a_502() {
         .unwrap();
     let sock = mio::net::TcpStream::connect(addr).unwrap();
     let fd = OwnedFd::from(std::net::TcpStream::from(sock));
-    let mut p = ProxyBody::new(
-        fd,
-        b"GET / HTTP/1.1\r\n\r\n".to_vec(),
-        options(BodyOut::None),
-    );
+    let head = b"GET / HTTP/1.1\r\n\r\n";
+    let mut p = ProxyBody::new(fd, plan(None, head, options(BodyOut::None)));
     assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(3));
     // (The refusal comes back within a few rounds on the loopback.)
     let mut gave = String::new();
@@ -847,8 +861,7 @@ fn a_name_s_next_address_is_tried_when_the_first_refuses() {
     // A POST: it goes to the next address whatever its method, as
     // nothing of it went to the first.
     let head = b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n".to_vec();
-    let mut p =
-        ProxyBody::connect(&to, head.clone(), options(BodyOut::None), Tls::default()).unwrap();
+    let mut p = ProxyBody::connect(plan(Some(to.clone()), &head, options(BodyOut::None))).unwrap();
     app.set_nonblocking(true).unwrap();
     let mut conn = None;
     for _ in 0..1000 {
@@ -884,7 +897,7 @@ fn a_name_s_next_address_is_tried_when_the_first_refuses() {
     );
     // The next new connection goes to it first: none waits on the dead
     // address again.
-    let p = ProxyBody::connect(&to, head, options(BodyOut::None), Tls::default()).unwrap();
+    let p = ProxyBody::connect(plan(Some(to), &head, options(BodyOut::None))).unwrap();
     assert_eq!(
         p.answered.addr().map(|a| a.to_string()),
         Some(app.local_addr().unwrap().to_string())

@@ -47,11 +47,8 @@ fn handshake(connect: bool) -> (Box<dyn Produce>, UnixStream) {
         hold: 0,
         temp: None,
     };
-    let mut p: Box<dyn Produce> = Box::new(ProxyBody::new(
-        OwnedFd::from(ours),
-        HANDSHAKE.to_vec(),
-        opts,
-    ));
+    let plan = crate::handlers::proxy::body::tests::plan(None, HANDSHAKE, opts);
+    let mut p: Box<dyn Produce> = Box::new(ProxyBody::new(OwnedFd::from(ours), plan));
     write(&mut *p).unwrap();
     let mut got = vec![0; HANDSHAKE.len()];
     up.read_exact(&mut got).unwrap();
