@@ -202,14 +202,16 @@ fn push_ip(out: &mut Vec<u8>, ip: IpAddr, node: bool) {
 }
 
 /// Appends `s` as a quoted-string (RFC 9110 §5.6.4).
-fn quoted(out: &mut Vec<u8>, s: &[u8]) {
+pub(super) fn quoted(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
-    for &b in s {
-        if b == b'"' || b == b'\\' {
-            out.push(b'\\');
-        }
-        out.push(b);
+    // (Copied in runs between the bytes escaped: a host has none.)
+    let mut rest = s;
+    while let Some(i) = rest.iter().position(|&b| b == b'"' || b == b'\\') {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(&[b'\\', rest[i]]);
+        rest = &rest[i + 1..];
     }
+    out.extend_from_slice(rest);
     out.push(b'"');
 }
 

@@ -297,3 +297,18 @@ fn a_forwarding_field_the_rule_sets_or_removes_is_sent_once_or_not_at_all() {
          X-Forwarded-Proto: https\r\nx-forwarded-for: 10.0.0.1\r\nVia: 1.1 front\r\n\r\n"
     );
 }
+
+#[test]
+fn a_quoted_string_escapes_its_quotes_and_backslashes_only() {
+    // RFC 9110 §5.6.4: `"` and `\` take a backslash; the rest is as it is.
+    for (s, want) in [
+        (&b"h:8080"[..], &b"\"h:8080\""[..]),
+        (b"", b"\"\""),
+        (b"a\"b\\c", b"\"a\\\"b\\\\c\""),
+        (b"\"\\", b"\"\\\"\\\\\""),
+    ] {
+        let mut out = b"x".to_vec();
+        super::request::quoted(&mut out, s);
+        assert_eq!(out[1..], *want, "{:?}", String::from_utf8_lossy(s));
+    }
+}
