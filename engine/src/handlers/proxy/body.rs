@@ -218,9 +218,6 @@ pub struct ProxyBody {
     sock: Socket,
     /// Bytes as they are, or TLS.
     link: Link,
-    /// The rule's TLS client, for the links of the connections it makes
-    /// again ([`ProxyBody::try_again`]).
-    tls: Tls,
     /// The request head, kept to be sent again (another attempt) when
     /// its method is idempotent; else empty.
     head: Vec<u8>,
@@ -286,9 +283,10 @@ pub struct ProxyBody {
     /// More came than it holds: the tunnel does not open (a 502, never
     /// a tunnel that lost bytes).
     early_over: bool,
-    /// The router's plan: its options (the rest of it taken), in the
-    /// box it came in (the producer is smaller for it, and no copy of
-    /// them is made).
+    /// The router's plan, in the box it came in (the producer is smaller
+    /// for it, and nothing of it is copied): its options, and the rule's
+    /// TLS client for the connections made again; its head and held body
+    /// are taken out at the start.
     plan: Box<UpstreamPlan>,
     /// For the access log: the upstream (`127.0.0.1:9001`), and once
     /// its head came, its status and after how long.
@@ -332,7 +330,6 @@ impl ProxyBody {
         let mut body = ProxyBody {
             sock: Socket::new(sock),
             link: Link::Plain,
-            tls: Tls::default(),
             head: kept_head,
             written: 0,
             dialed: None,
@@ -371,11 +368,9 @@ impl ProxyBody {
         self.answered.to(addr);
     }
 
-    /// Over `link` (TLS to an https upstream) rather than plain bytes;
-    /// `tls`, the rule's TLS client, for a connection it makes again.
-    pub fn with_link(&mut self, link: Link, tls: Tls) {
+    /// Over `link` (TLS to an https upstream) rather than plain bytes.
+    pub fn with_link(&mut self, link: Link) {
         self.link = link;
-        self.tls = tls;
     }
 
     /// The socket is a kept connection, up already, still watched
@@ -408,13 +403,10 @@ impl ProxyBody {
     /// connection; when it cannot be made at once, to the next upstream
     /// as [`ProxyBody::try_again`] allows. Errs with the lines to log
     /// when none could be reached (502).
-    pub fn connect(mut plan: Box<UpstreamPlan>) -> Result<Box<ProxyBody>, Vec<String>> {
-        // (Nothing without the feature `tls`.)
-        #[cfg_attr(not(feature = "tls"), allow(clippy::let_unit_value))]
-        let tls = std::mem::take(&mut plan.tls);
+    pub fn connect(plan: Box<UpstreamPlan>) -> Result<Box<ProxyBody>, Vec<String>> {
         let to = plan.to.clone();
         let tried = to.tried();
-        let (made, failed) = match dial_link(&to, tried, &tls) {
+        let (made, failed) = match dial_link(&to, tried, &plan.tls) {
             Ok(made) => (Some(made), None),
             Err(e) => (None, Some(e)),
         };
@@ -423,7 +415,7 @@ impl ProxyBody {
         // and each builder step by value copied it whole.)
         let mut body = Box::new(ProxyBody::on(sock, plan));
         body.logged_as(dial::addr_at(&to, tried));
-        body.with_link(link, tls);
+        body.with_link(link);
         body.dialed = Some((to, tried));
         if failed.is_some() && body.next_address() {
             body.sock.unwatched();
@@ -505,7 +497,7 @@ impl ProxyBody {
                 dial::label(&to)
             ));
             let tried = to.tried();
-            match dial_link(&to, tried, &self.tls) {
+            match dial_link(&to, tried, &self.plan.tls) {
                 Ok((sock, link)) => {
                     self.link = link;
                     self.restart(sock, i, &to, tried, &turn);
@@ -588,7 +580,7 @@ impl ProxyBody {
             let Ok(sock) = dial::connect_tcp(addr) else {
                 continue;
             };
-            let Ok(link) = Link::new(to, &self.tls) else {
+            let Ok(link) = Link::new(to, &self.plan.tls) else {
                 return false;
             };
             self.sock.replace(sock);

@@ -79,7 +79,7 @@ impl Worker {
         c: &mut Conn,
         r: &mut Request,
         stream: Option<u32>,
-        mut plan: Box<UpstreamPlan>,
+        plan: Box<UpstreamPlan>,
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
@@ -94,12 +94,9 @@ impl Worker {
         let check = !ProxyBody::may_go_again(&plan.opts);
         let keep = plan.opts.keep.as_ref();
         if let Some((sock, link, watched)) = self.kept_socket(&plan.to, keep, &plan.tls, check) {
-            // (Nothing without the feature `tls`.)
-            #[cfg_attr(not(feature = "tls"), allow(clippy::let_unit_value))]
-            let tls = std::mem::take(&mut plan.tls);
             let addr = dial::addr(&plan.to);
             let mut body = Box::new(ProxyBody::new(sock, plan));
-            body.with_link(link, tls);
+            body.with_link(link);
             body.on_kept_connection(watched);
             body.logged_as(addr);
             return self.start_watched(c, r, stream, body, redirects, decoder);
