@@ -175,18 +175,6 @@ impl Vars {
         }
     }
 
-    /// Leaves out the variables replaced and those that hold a NUL byte
-    /// (impossible for parsed requests; no environment can hold one).
-    /// (They stay in the order set: neither an environment nor FastCGI's
-    /// PARAMS has an order, and a sort a request is work, and a copy of
-    /// the standard library's sort, for nothing.)
-    fn done(mut self) -> Vars {
-        let buf = &self.buf;
-        self.at
-            .retain(|e| e.is_some_and(|(start, _, end)| !buf[start..end].contains(&0)));
-        self
-    }
-
     /// How many bytes they hold, with an `=` each (about what PARAMS
     /// records of them take).
     pub fn bytes(&self) -> usize {
@@ -210,7 +198,8 @@ impl Vars {
     }
 }
 
-/// The environment for `script`: `NAME=value` entries (see [`vars`]).
+/// The environment for `script`: `NAME=value` entries (see [`vars`]),
+/// but for any that would hold a NUL byte, which no environment can.
 pub fn build_env(
     script: &Script,
     req: &EnvRequest<'_>,
@@ -232,8 +221,13 @@ pub fn build_env(
 /// anything but letters, digits and `-` are dropped: with `_` allowed,
 /// `X-User` and `X_User` would both claim `HTTP_X_USER` and a client could
 /// forge the one a proxy in front set. `extra` (the rule's `env`) comes
-/// last and overrides anything, `PATH` included. A variable that would
-/// hold a NUL byte (impossible for parsed requests) is left out.
+/// last and overrides anything, `PATH` included. They stay in the order
+/// set: neither an environment nor FastCGI's PARAMS has an order.
+///
+/// None holds a NUL byte unless `names`, `req` or `extra` do: a parsed
+/// request's fields and target, a decoded path, a configured `env` and a
+/// configured root (canonical) hold none. An environment would drop such
+/// a variable ([`build_env`]); a FastCGI parameter may hold one.
 pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) -> Vars {
     let headers: usize = req
         .headers
@@ -336,7 +330,7 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     for (name, value) in extra {
         v.set(name.as_bytes(), value.as_bytes(), 0, None);
     }
-    v.done()
+    v
 }
 
 /// `CONTENT_LENGTH` for a request framed `framing` whose body is `held`

@@ -208,3 +208,20 @@ fn only_listed_variables_nothing_from_the_server() {
     assert!(env.iter().all(|e| !e.starts_with("HOME=")));
     assert_eq!(env.len(), 19, "{env:?}");
 }
+
+/// A variable that would hold a NUL byte is left out of the environment
+/// (here from the rule's `env`, which the configuration refuses; a
+/// parsed request holds none), and only it.
+#[test]
+fn a_variable_holding_a_nul_is_left_out_and_only_it() {
+    let headers = [h("Host", "h"), h("X-A", "1")];
+    let script = script(b"/p");
+    let extra = [
+        ("CUT".to_string(), "a\0b".to_string()),
+        ("KEPT".to_string(), "c".to_string()),
+    ];
+    let with = strings(build_env(&script, &request(&headers), &extra));
+    let without = strings(build_env(&script, &request(&headers), &extra[1..]));
+    assert_eq!(with, without);
+    assert!(with.contains(&"KEPT=c".to_string()));
+}
