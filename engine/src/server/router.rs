@@ -1076,9 +1076,12 @@ impl Router {
         self.cache.set_now(now);
     }
 
-    /// Forgets the open files (a worker that has been quiet a while).
+    /// Forgets the open files, and frees the upstream pool's large read
+    /// buffer (a worker that has been quiet a while).
     pub fn rest(&mut self) {
         self.cache.clear();
+        #[cfg(feature = "upstreams")]
+        self.upstream_pool.borrow_mut().rest();
         if let Some(cgi) = &self.programs {
             cgi.shrink();
         }

@@ -51,6 +51,10 @@ pub struct Pool {
     /// head), for the next ones ([`Pool::buffer`]): a warm request makes
     /// none of its own.
     spare: Vec<Vec<u8>>,
+    /// The large read buffer an answer gave back (a FastCGI answer's
+    /// records are read in pieces of 64 KiB), for the next
+    /// ([`Pool::read_buffer`]); freed when the worker rests.
+    read: Vec<u8>,
     /// Bit `t % 64` for each token `t` an idle connection is watched
     /// under: most events are none of theirs, told so at once.
     tokens: u64,
@@ -223,6 +227,25 @@ impl Pool {
         }
     }
 
+    /// The large read buffer given back last, or an empty one.
+    pub fn read_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.read)
+    }
+
+    /// Keeps `buf`, emptied, for [`Pool::read_buffer`], unless it holds
+    /// more than `most` bytes or one as large is kept.
+    pub fn give_back_read(&mut self, mut buf: Vec<u8>, most: usize) {
+        if buf.capacity() <= most && buf.capacity() > self.read.capacity() {
+            buf.clear();
+            self.read = buf;
+        }
+    }
+
+    /// Frees the large read buffer: the worker rests.
+    pub fn rest(&mut self) {
+        self.read = Vec::new();
+    }
+
     /// How many connections are kept.
     pub fn len(&self) -> usize {
         self.idle.len()
@@ -391,6 +414,25 @@ mod tests {
         pool.borrow_mut()
             .put(&keep(&pool, 0), OwnedFd::from(ours), Link::Plain, now);
         assert!(pool.borrow().is_empty(), "keepalive = 0 keeps none");
+    }
+
+    /// The large read buffer: the largest given back up to the bound is
+    /// lent again, empty, once; none after a rest.
+    #[test]
+    fn the_read_buffer_is_lent_again_until_the_worker_rests() {
+        let mut pool = Pool::default();
+        assert_eq!(pool.read_buffer().capacity(), 0, "none given back yet");
+        let mut buf = Vec::with_capacity(1000);
+        buf.extend_from_slice(b"answer");
+        pool.give_back_read(buf, 1000);
+        pool.give_back_read(Vec::with_capacity(10), 1000);
+        pool.give_back_read(Vec::with_capacity(1001), 1000);
+        let again = pool.read_buffer();
+        assert_eq!((again.len(), again.capacity()), (0, 1000));
+        assert_eq!(pool.read_buffer().capacity(), 0, "lent once");
+        pool.give_back_read(again, 1000);
+        pool.rest();
+        assert_eq!(pool.read_buffer().capacity(), 0, "freed by the rest");
     }
 
     #[test]
