@@ -97,6 +97,18 @@ fn beneath(rule: &[u8], glob: bool, path: &[u8], reach: Reach) -> bool {
 /// to absorb one more byte, which keeps the worst case at O(n·m) without
 /// recursion or allocation.
 fn segment_matches(pattern: &[u8], text: &[u8]) -> bool {
+    // `*.php`, the usual pattern, is a test of the end (~200 instructions
+    // of the loop below a FastCGI request, for `hello.php`).
+    if let [b'*', end @ ..] = pattern {
+        if !end.iter().any(|&c| c == b'*' || c == b'?') {
+            return text.ends_with(end);
+        }
+    }
+    segment_walk(pattern, text)
+}
+
+/// [`segment_matches`] by walking both, back to the last `*` on a miss.
+fn segment_walk(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0, 0);
     // Position after the last `*` seen, and the text position it resumes at.
     let mut star: Option<(usize, usize)> = None;
@@ -434,6 +446,45 @@ mod tests {
         assert!(matches(b"/dir/", b"/dir/"));
         assert!(!matches(b"/dir/", b"/dir/x"));
         assert!(matches(b"/dir/*", b"/dir/"));
+    }
+
+    /// A leading `*` and a plain end is a test of the text's end: the
+    /// same verdict as the walk's, whatever the end and the text.
+    #[test]
+    fn a_star_and_a_plain_end_judge_as_the_walk_does() {
+        for pattern in [
+            &b"*.php"[..],
+            b"*",
+            b"*a",
+            b"*aa",
+            b"*.tar.gz",
+            b"*?",
+            b"**.php",
+            b"*a*",
+        ] {
+            for text in [
+                &b""[..],
+                b"a",
+                b"aa",
+                b"aaa",
+                b"x.php",
+                b".php",
+                b"php",
+                b"a.tar.gz",
+                b"tar.gz",
+                b"x.phpx",
+            ] {
+                assert_eq!(
+                    super::segment_matches(pattern, text),
+                    super::segment_walk(pattern, text),
+                    "{:?} {:?}",
+                    String::from_utf8_lossy(pattern),
+                    String::from_utf8_lossy(text)
+                );
+            }
+        }
+        assert!(super::segment_matches(b"*.php", b"index.php"));
+        assert!(!super::segment_matches(b"*.php", b"index.phps"));
     }
 
     #[test]
