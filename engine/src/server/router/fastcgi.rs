@@ -155,33 +155,33 @@ pub(super) fn group(rule: &FastcgiRule) -> Shared {
 /// nginx ends its lines with `request: "GET /target HTTP/1.1"`. (The
 /// target as sent, quoted; the logger escapes what is left.)
 fn label(script: &std::path::Path, req: &OwnedRequest) -> String {
-    let name = script.to_string_lossy();
     let (method, target) = (req.method_token(), req.target());
-    let mut label = String::with_capacity(16 + name.len() + method.len() + target.len());
-    label.push_str("fastcgi ");
-    label.push_str(&name);
-    label.push_str(" (\"");
+    let name = script.as_os_str().as_bytes();
+    let mut label = Vec::with_capacity(16 + name.len() + method.len() + target.len());
+    label.extend_from_slice(b"fastcgi ");
+    label.extend_from_slice(name);
+    label.extend_from_slice(b" (\"");
     push_escaped(&mut label, method);
-    label.push(' ');
+    label.push(b' ');
     push_escaped(&mut label, target);
-    label.push_str("\")");
-    label
+    label.extend_from_slice(b"\")");
+    // (Checked once whole: only the file's name may not be UTF-8, and is
+    // then decoded lossily, as `to_string_lossy` would.)
+    String::from_utf8(label).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Appends `bytes` to `out` escaped as `str::escape_debug` escapes them
 /// (lossily decoded). Printable ASCII other than quotes and `\`, what a
 /// method and nearly every target are, goes as it is: the formatting
 /// machinery took ~1,900 instructions a FastCGI request.
-fn push_escaped(out: &mut String, bytes: &[u8]) {
-    use std::fmt::Write as _;
-    match std::str::from_utf8(bytes) {
-        Ok(s)
-            if s.bytes()
-                .all(|b| matches!(b, b' '..=b'~') && !matches!(b, b'"' | b'\'' | b'\\')) =>
-        {
-            out.push_str(s)
-        }
-        _ => {
+fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    use std::io::Write as _;
+    match bytes
+        .iter()
+        .all(|&b| matches!(b, b' '..=b'~') && !matches!(b, b'"' | b'\'' | b'\\'))
+    {
+        true => out.extend_from_slice(bytes),
+        false => {
             let _ = write!(out, "{}", String::from_utf8_lossy(bytes).escape_debug());
         }
     }
@@ -189,6 +189,26 @@ fn push_escaped(out: &mut String, bytes: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+    /// The label: the file's name (decoded lossily when it is not UTF-8),
+    /// then the request line's method and target as sent, escaped.
+    #[test]
+    fn a_label_names_the_file_and_the_request() {
+        use std::os::unix::ffi::OsStrExt;
+        let mut req = crate::http::request::OwnedRequest::default();
+        let limits = crate::http::parse::Limits {
+            max_request_line: 8192,
+            max_head: 8192,
+            max_headers: 100,
+        };
+        let head = b"GET /it's/caf%C3%A9.php?a=\\ HTTP/1.1\r\nHost: h\r\n\r\n";
+        assert!(req.parse(head, &limits).unwrap().is_some());
+        let file = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/srv/caf\xe9.php"));
+        assert_eq!(
+            super::label(file, &req),
+            "fastcgi /srv/caf\u{fffd}.php (\"GET /it\\'s/caf%C3%A9.php?a=\\\\\")"
+        );
+    }
+
     /// The plain bytes' way and `escape_debug`'s agree on what each
     /// escapes (the quotes, `\`, controls, other scripts).
     #[test]
@@ -201,10 +221,10 @@ mod tests {
             b"/\xff\xfe",
             b"",
         ] {
-            let mut out = String::new();
+            let mut out = Vec::new();
             super::push_escaped(&mut out, s);
             let want = String::from_utf8_lossy(s).escape_debug().to_string();
-            assert_eq!(out, want, "{s:?}");
+            assert_eq!(out, want.as_bytes(), "{s:?}");
         }
     }
 }
