@@ -164,17 +164,28 @@ pub fn ipv4_text(ip: std::net::Ipv4Addr, buf: &mut [u8; 15]) -> &[u8] {
     &buf[..len]
 }
 
-/// Appends `ip` as text: an IPv4 address (an IPv4-mapped IPv6 one
-/// included) by hand, an IPv6 one as the standard library writes it
-/// (RFC 5952).
-pub fn push_ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
+/// The text of `ip`, written in `buf`: an IPv4 address (an IPv4-mapped
+/// IPv6 one included) by hand, an IPv6 one as the standard library writes
+/// it (RFC 5952; 45 bytes at most, with an IPv4 tail).
+pub fn ip_text(ip: std::net::IpAddr, buf: &mut [u8; 45]) -> &[u8] {
     match ip.to_canonical() {
-        std::net::IpAddr::V4(v4) => out.extend_from_slice(ipv4_text(v4, &mut [0; 15])),
+        std::net::IpAddr::V4(v4) => {
+            let (first, _) = buf.split_first_chunk_mut::<15>().expect("45 > 15");
+            ipv4_text(v4, first)
+        }
         v6 => {
             use std::io::Write as _;
-            let _ = write!(out, "{v6}");
+            let mut rest = &mut buf[..];
+            let _ = write!(rest, "{v6}");
+            let len = 45 - rest.len();
+            &buf[..len]
         }
     }
+}
+
+/// Appends `ip` as text ([`ip_text`]).
+pub fn push_ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
+    out.extend_from_slice(ip_text(ip, &mut [0; 45]));
 }
 
 /// Appends the decimal digits of `n` (no allocation, no formatting machinery).
@@ -217,5 +228,23 @@ mod tests {
         }
         let widest = Ipv4Addr::new(255, 255, 255, 255);
         assert_eq!(super::ipv4_text(widest, &mut [0; 15]), b"255.255.255.255");
+    }
+
+    /// IPv6 addresses as the standard library writes them, a mapped IPv4
+    /// one as IPv4; the widest fit.
+    #[test]
+    fn ip_text_is_the_standard_text() {
+        for (ip, text) in [
+            ("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", None),
+            ("::ffff:192.0.2.1", Some("192.0.2.1")),
+            ("::", None),
+            ("2001:db8::1", None),
+            ("fe80::1:2", None),
+            ("203.0.113.255", None),
+        ] {
+            let ip: std::net::IpAddr = ip.parse().unwrap();
+            let text = text.map_or_else(|| ip.to_string(), str::to_string);
+            assert_eq!(super::ip_text(ip, &mut [0; 45]), text.as_bytes());
+        }
     }
 }

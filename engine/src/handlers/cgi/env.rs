@@ -20,7 +20,7 @@ use super::runner::Ends;
 use crate::handlers::spool::Spool;
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::OwnedRequest;
-use crate::http::{push_ip, push_u64, TlsSession};
+use crate::http::{ip_text, u64_digits, TlsSession};
 
 /// `PATH` for scripts unless the rule's `env` sets its own.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -28,9 +28,13 @@ pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// `SERVER_SOFTWARE` (RFC 3875 §4.1.17).
 pub const SERVER_SOFTWARE: &str = concat!("brisk/", env!("CARGO_PKG_VERSION"));
 
+/// A request's header fields as [`EnvRequest`] takes them: any iterator
+/// that can go over them again (a slice's, or a parsed request's).
+pub type SliceHeaders<'a> = std::iter::Copied<std::slice::Iter<'a, Header<'a>>>;
+
 /// What the environment needs to know about the request and connection.
-#[derive(Debug, Clone, Copy)]
-pub struct EnvRequest<'a> {
+#[derive(Debug, Clone)]
+pub struct EnvRequest<'a, H = SliceHeaders<'a>> {
     /// The method as sent (`REQUEST_METHOD`).
     pub method: &'a [u8],
     /// The request target as sent, query included (`REQUEST_URI`).
@@ -41,7 +45,7 @@ pub struct EnvRequest<'a> {
     /// `HTTP/1.1` or `HTTP/1.0` (`SERVER_PROTOCOL`).
     pub version: &'a str,
     /// The request's header fields, in the order sent.
-    pub headers: &'a [Header<'a>],
+    pub headers: H,
     /// The client's address (`REMOTE_ADDR`, `REMOTE_PORT`).
     pub remote: SocketAddr,
     /// The address the request came in on (`SERVER_ADDR`, `SERVER_PORT`).
@@ -65,10 +69,6 @@ pub struct EnvRequest<'a> {
     /// it says (`X-Forwarded-Proto`, `Forwarded: proto=`): it decides
     /// `HTTPS` and `REQUEST_SCHEME` over the connection's own.
     pub forwarded_https: Option<bool>,
-    /// `Authorization` goes as `HTTP_AUTHORIZATION`: a FastCGI
-    /// application's (PHP derives `PHP_AUTH_USER` from it, as behind
-    /// nginx), not a CGI script's.
-    pub authorization: bool,
 }
 
 /// Request headers never passed as `HTTP_*`: the two with variables of
@@ -107,110 +107,88 @@ impl<'a> Names<'a> {
     }
 }
 
-/// A script's variables ([`vars`]): each `NAME=value` in one buffer, so
-/// that building them allocates twice, not twice a variable.
-#[derive(Debug)]
-pub struct Vars {
-    buf: Vec<u8>,
-    /// Where each variable is in `buf`: its start, where its name ends
-    /// (at the `=`), and its end; in the order set. One replaced by a
-    /// later one of the same name is none.
-    at: Vec<Option<(usize, usize, usize)>>,
+/// Where [`vars`] puts a script's variables, as it finds them: each name
+/// once, its final value (no buffer in between: a FastCGI request's go
+/// straight into PARAMS records).
+pub trait VarSink {
+    /// The variables go to a FastCGI application, not to a program brisk
+    /// starts: `Authorization` goes as `HTTP_AUTHORIZATION` (PHP derives
+    /// `PHP_AUTH_USER` from it, as behind nginx), and brisk's `PATH`
+    /// stays out (only a program brisk starts looks for others with it;
+    /// the rule's `env` may still set one).
+    const APPLICATION: bool;
+
+    /// Takes variable `name` with `value`.
+    fn var(&mut self, name: &[u8], value: &[u8]);
 }
 
-impl Vars {
-    /// The name of entry `(start, eq, _)`.
-    fn name_at(&self, (start, eq, _): (usize, usize, usize)) -> &[u8] {
-        &self.buf[start..eq]
-    }
+/// An environment: each variable as a `NAME=value` entry, but for any
+/// that would hold a NUL byte, which no environment can.
+impl VarSink for Vec<CString> {
+    const APPLICATION: bool = false;
 
-    /// Where the live variable `name` is, looking from entry `from` on.
-    fn find(&self, name: &[u8], from: usize) -> Option<usize> {
-        (from..self.at.len()).find(|&i| self.at[i].is_some_and(|e| self.name_at(e) == name))
-    }
-
-    /// Starts a variable `name`: its value is written into `buf` next,
-    /// then [`Vars::end`] ends it.
-    fn start(&mut self, name: &[u8]) -> (usize, usize) {
-        let start = self.buf.len();
-        self.buf.extend_from_slice(name);
-        let eq = self.buf.len();
-        self.buf.push(b'=');
-        (start, eq)
-    }
-
-    /// Ends the variable [`Vars::start`] started.
-    fn end(&mut self, (start, eq): (usize, usize)) {
-        self.at.push(Some((start, eq, self.buf.len())));
-    }
-
-    /// Adds `name` (none of that name is set yet).
-    fn add(&mut self, name: &[u8], value: &[u8]) {
-        let at = self.start(name);
-        self.buf.extend_from_slice(value);
-        self.end(at);
-    }
-
-    /// Adds `name` with a value written by `value`.
-    fn add_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
-        let at = self.start(name);
-        value(&mut self.buf);
-        self.end(at);
-    }
-
-    /// Sets `name`, replacing any set from entry `from` on; with `sep`,
-    /// joins `value` to the value it had (`a, b`) instead.
-    fn set(&mut self, name: &[u8], value: &[u8], from: usize, sep: Option<&[u8]>) {
-        let old = self.find(name, from);
-        let at = self.start(name);
-        if let (Some(i), Some(sep)) = (old, sep) {
-            let (_, eq, end) = self.at[i].expect("a live variable");
-            self.buf.extend_from_within(eq + 1..end);
-            self.buf.extend_from_slice(sep);
+    fn var(&mut self, name: &[u8], value: &[u8]) {
+        let mut entry = Vec::with_capacity(name.len() + value.len() + 2);
+        entry.extend_from_slice(name);
+        entry.push(b'=');
+        entry.extend_from_slice(value);
+        if let Ok(entry) = CString::new(entry) {
+            self.push(entry);
         }
-        self.buf.extend_from_slice(value);
-        self.end(at);
-        if let Some(i) = old {
-            self.at[i] = None;
-        }
-    }
-
-    /// How many bytes they hold, with an `=` each (about what PARAMS
-    /// records of them take).
-    pub fn bytes(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// Name and value of each variable.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.at
-            .iter()
-            .flatten()
-            .map(|&(start, eq, end)| (&self.buf[start..eq], &self.buf[eq + 1..end]))
-    }
-
-    /// Each variable as `NAME=value`.
-    pub fn entries(&self) -> impl Iterator<Item = &[u8]> {
-        self.at
-            .iter()
-            .flatten()
-            .map(|&(start, _, end)| &self.buf[start..end])
     }
 }
 
-/// The environment for `script`: `NAME=value` entries (see [`vars`]),
-/// but for any that would hold a NUL byte, which no environment can.
+/// The environment for `script` ([`vars`]).
 pub fn build_env(
     script: &Script,
     req: &EnvRequest<'_>,
     extra: &[(String, String)],
 ) -> Vec<CString> {
-    let vars = vars(Names::of(script), req, extra);
-    let entries = vars.entries().filter_map(|e| CString::new(e).ok());
-    entries.collect()
+    let mut env = Vec::with_capacity(32 + extra.len());
+    vars(Names::of(script), req, extra, &mut env);
+    env
 }
 
-/// The variables of the script `names` name.
+/// [`VarSink`] but for the names the rule's `env` sets: those come last,
+/// over any other.
+struct Unless<'s, S> {
+    sink: &'s mut S,
+    extra: &'s [(String, String)],
+}
+
+impl<S: VarSink> Unless<'_, S> {
+    // (Called ~30 times a request: inlined, each call site grew by the
+    // look through `extra`.)
+    #[inline(never)]
+    fn var(&mut self, name: &[u8], value: &[u8]) {
+        if !self.extra.iter().any(|(set, _)| set.as_bytes() == name) {
+            self.sink.var(name, value);
+        }
+    }
+}
+
+/// `HTTP_` and a header field's name in upper case, `-` as `_` (RFC 3875
+/// §4.1.18), handed to `f`.
+fn with_http_name<R>(field: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let upper = |b: &u8| match b {
+        b'-' => b'_',
+        _ => b.to_ascii_uppercase(),
+    };
+    let mut buf = [0u8; 64];
+    let len = 5 + field.len();
+    if len > buf.len() {
+        let mut name = b"HTTP_".to_vec();
+        name.extend(field.iter().map(upper));
+        return f(&name);
+    }
+    buf[..5].copy_from_slice(b"HTTP_");
+    for (to, from) in buf[5..len].iter_mut().zip(field) {
+        *to = upper(from);
+    }
+    f(&buf[..len])
+}
+
+/// The variables of the script `names` name, into `out`.
 ///
 /// Variables that do not apply are unset rather than empty: `AUTH_TYPE`,
 /// `REMOTE_USER`, `CONTENT_LENGTH`, `CONTENT_TYPE`, and `PATH_INFO` /
@@ -221,87 +199,111 @@ pub fn build_env(
 /// anything but letters, digits and `-` are dropped: with `_` allowed,
 /// `X-User` and `X_User` would both claim `HTTP_X_USER` and a client could
 /// forge the one a proxy in front set. `extra` (the rule's `env`) comes
-/// last and overrides anything, `PATH` included. They stay in the order
-/// set: neither an environment nor FastCGI's PARAMS has an order.
+/// last and overrides anything, `PATH` included. Neither an environment
+/// nor FastCGI's PARAMS has an order.
 ///
 /// None holds a NUL byte unless `names`, `req` or `extra` do: a parsed
 /// request's fields and target, a decoded path, a configured `env` and a
 /// configured root (canonical) hold none. An environment would drop such
 /// a variable ([`build_env`]); a FastCGI parameter may hold one.
-pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) -> Vars {
-    let headers: usize = req
-        .headers
-        .iter()
-        .map(|h| h.name.len() + h.value.len() + 8)
-        .sum();
-    let mut v = Vars {
-        buf: Vec::with_capacity(768 + headers + req.raw_target.len() * 2),
-        at: Vec::with_capacity(32 + req.headers.len() + extra.len()),
-    };
-    // (Each name below is set once: added without looking for it.)
-    v.add(b"PATH", DEFAULT_PATH.as_bytes());
-    v.add(b"GATEWAY_INTERFACE", b"CGI/1.1");
-    v.add(b"SERVER_SOFTWARE", SERVER_SOFTWARE.as_bytes());
-    v.add(b"SERVER_PROTOCOL", req.version.as_bytes());
-    v.add(b"SERVER_NAME", req.server_name);
-    let local = req.local;
-    v.add_with(b"SERVER_ADDR", |b| push_ip(b, local.ip()));
-    v.add_with(b"SERVER_PORT", |b| push_u64(b, local.port().into()));
+pub fn vars<'a, S: VarSink>(
+    names: Names<'_>,
+    req: &EnvRequest<'a, impl Iterator<Item = Header<'a>> + Clone>,
+    extra: &[(String, String)],
+    out: &mut S,
+) {
+    let mut v = Unless { sink: out, extra };
+    if !S::APPLICATION {
+        v.var(b"PATH", DEFAULT_PATH.as_bytes());
+    }
+    v.var(b"GATEWAY_INTERFACE", b"CGI/1.1");
+    v.var(b"SERVER_SOFTWARE", SERVER_SOFTWARE.as_bytes());
+    v.var(b"SERVER_PROTOCOL", req.version.as_bytes());
+    v.var(b"SERVER_NAME", req.server_name);
+    let (local, remote) = (req.local, req.remote);
+    v.var(b"SERVER_ADDR", ip_text(local.ip(), &mut [0; 45]));
+    v.var(
+        b"SERVER_PORT",
+        u64_digits(local.port().into(), &mut [0; 20]),
+    );
     // Apache's (and nginx's fastcgi_params) names: scripts build their
     // own URLs from REQUEST_SCHEME, and test HTTPS=on.
     // Behind a trusted proxy the scheme is the client's, as it says.
     if req.forwarded_https.unwrap_or(req.tls.is_some()) {
-        v.add(b"REQUEST_SCHEME", b"https");
-        v.add(b"HTTPS", b"on");
+        v.var(b"REQUEST_SCHEME", b"https");
+        v.var(b"HTTPS", b"on");
     } else {
-        v.add(b"REQUEST_SCHEME", b"http");
+        v.var(b"REQUEST_SCHEME", b"http");
     }
     if let Some(tls) = &req.tls {
-        v.add(b"SSL_PROTOCOL", tls.protocol.as_bytes());
-        v.add(b"SSL_CIPHER", tls.cipher.as_bytes());
+        v.var(b"SSL_PROTOCOL", tls.protocol.as_bytes());
+        v.var(b"SSL_CIPHER", tls.cipher.as_bytes());
     }
     // No DNS lookups: REMOTE_HOST may be the address (RFC 3875 §4.1.9).
-    let remote = req.remote;
-    for name in [&b"REMOTE_ADDR"[..], b"REMOTE_HOST"] {
-        v.add_with(name, |b| push_ip(b, remote.ip()));
-    }
-    v.add_with(b"REMOTE_PORT", |b| push_u64(b, remote.port().into()));
-    v.add(b"REQUEST_METHOD", req.method);
-    v.add(b"REQUEST_URI", req.raw_target);
-    v.add(b"QUERY_STRING", req.query);
-    v.add(b"SCRIPT_NAME", names.name);
-    v.add(b"SCRIPT_FILENAME", names.filename.as_os_str().as_bytes());
+    let mut text = [0; 45];
+    let remote_ip = ip_text(remote.ip(), &mut text);
+    v.var(b"REMOTE_ADDR", remote_ip);
+    v.var(b"REMOTE_HOST", remote_ip);
+    v.var(
+        b"REMOTE_PORT",
+        u64_digits(remote.port().into(), &mut [0; 20]),
+    );
+    v.var(b"REQUEST_METHOD", req.method);
+    v.var(b"REQUEST_URI", req.raw_target);
+    v.var(b"QUERY_STRING", req.query);
+    v.var(b"SCRIPT_NAME", names.name);
+    v.var(b"SCRIPT_FILENAME", names.filename.as_os_str().as_bytes());
     let root = req.document_root.as_os_str().as_bytes();
-    v.add(b"DOCUMENT_ROOT", root);
+    v.var(b"DOCUMENT_ROOT", root);
     // PHP's cgi.force_redirect refuses to run without it.
-    v.add(b"REDIRECT_STATUS", b"200");
+    v.var(b"REDIRECT_STATUS", b"200");
     if !names.path_info.is_empty() {
-        v.add(b"PATH_INFO", names.path_info);
+        v.var(b"PATH_INFO", names.path_info);
         // The path info mapped onto the document root, as if it were a
         // URL path of its own (RFC 3875 §4.1.6).
-        v.add_with(b"PATH_TRANSLATED", |b| {
-            b.extend_from_slice(root.strip_suffix(b"/").unwrap_or(root));
-            b.extend_from_slice(names.path_info);
-        });
+        let translated = [root.strip_suffix(b"/").unwrap_or(root), names.path_info].concat();
+        v.var(b"PATH_TRANSLATED", &translated);
     }
     if let Some(n) = req.content_length {
-        v.add_with(b"CONTENT_LENGTH", |b| push_u64(b, n));
+        v.var(b"CONTENT_LENGTH", u64_digits(n, &mut [0; 20]));
     }
     if let Some(t) = req.auth_type {
-        v.add(b"AUTH_TYPE", t);
+        v.var(b"AUTH_TYPE", t);
     }
     if let Some(u) = req.remote_user {
-        v.add(b"REMOTE_USER", u);
+        v.var(b"REMOTE_USER", u);
     }
-    let first_header = v.at.len();
+    header_vars(&mut v, req.headers.clone(), S::APPLICATION);
+    for (i, (name, value)) in extra.iter().enumerate() {
+        // (A later one of the same name wins.)
+        if !extra[i + 1..].iter().any(|(later, _)| later == name) {
+            v.sink.var(name.as_bytes(), value.as_bytes());
+        }
+    }
+}
+
+/// The `HTTP_*` variables of `headers` ([`vars`]) and `CONTENT_TYPE`;
+/// `HTTP_AUTHORIZATION` if `authorization`.
+fn header_vars<'a, S: VarSink>(
+    v: &mut Unless<'_, S>,
+    headers: impl Iterator<Item = Header<'a>> + Clone,
+    authorization: bool,
+) {
+    // A field's name sent twice sets one bit twice: without that, no
+    // variable needs joining, nor any look at the fields before or after.
+    let (mut bits, mut twice) = (0u64, false);
+    for h in headers.clone() {
+        let last = h.name.last().map_or(0, u8::to_ascii_lowercase);
+        let bit = 1 << ((h.name.len() + usize::from(last)) & 63);
+        twice |= bits & bit != 0;
+        bits |= bit;
+    }
     let mut content_type = None;
-    // (Room for most names: `HTTP_` and the field's.)
-    let mut name = Vec::with_capacity(64);
-    for h in req.headers {
-        if h.name.eq_ignore_case(b"content-type") && content_type.is_none() {
+    for (i, h) in headers.clone().enumerate() {
+        if content_type.is_none() && h.name.eq_ignore_case(b"content-type") {
             content_type = Some(h.value);
         }
-        let passed = req.authorization && h.name.eq_ignore_case(b"authorization");
+        let passed = authorization && h.name.eq_ignore_case(b"authorization");
         if !passed && SKIPPED_HEADERS.iter().any(|s| h.name.eq_ignore_case(s))
             || !h
                 .name
@@ -310,27 +312,32 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
         {
             continue;
         }
-        name.clear();
-        name.extend_from_slice(b"HTTP_");
-        name.extend(h.name.iter().map(|&b| match b {
-            b'-' => b'_',
-            _ => b.to_ascii_uppercase(),
-        }));
-        let sep: &[u8] = if h.name.eq_ignore_case(b"cookie") {
-            b"; "
+        let same = |other: &Header| other.name.eq_ignore_case(h.name);
+        let joined;
+        let value = if !twice {
+            h.value
+        } else if headers.clone().take(i).any(|e| same(&e)) {
+            continue; // (Joined to the first of its name.)
         } else {
-            b", "
+            // The first of its name: the later ones' values join it.
+            let sep: &[u8] = if h.name.eq_ignore_case(b"cookie") {
+                b"; "
+            } else {
+                b", "
+            };
+            let mut value = h.value.to_vec();
+            for later in headers.clone().skip(i + 1).filter(same) {
+                value.extend_from_slice(sep);
+                value.extend_from_slice(later.value);
+            }
+            joined = value;
+            &joined
         };
-        // (Only another header's can have its name.)
-        v.set(&name, h.value, first_header, Some(sep));
+        with_http_name(h.name, |name| v.var(name, value));
     }
     if let Some(t) = content_type {
-        v.add(b"CONTENT_TYPE", t);
+        v.var(b"CONTENT_TYPE", t);
     }
-    for (name, value) in extra {
-        v.set(name.as_bytes(), value.as_bytes(), 0, None);
-    }
-    v
 }
 
 /// `CONTENT_LENGTH` for a request framed `framing` whose body is `held`
@@ -355,21 +362,22 @@ pub fn request_env(
     content_length: Option<u64>,
     extra: &[(String, String)],
 ) -> Vec<CString> {
-    let vars = request_vars(
-        Names::of(script),
+    let mut env = Vec::with_capacity(32 + extra.len());
+    let names = Names::of(script);
+    request_vars(
+        names,
         req,
         ends,
         document_root,
         content_length,
         extra,
-        false,
+        &mut env,
     );
-    let entries = vars.entries().filter_map(|e| CString::new(e).ok());
-    entries.collect()
+    env
 }
 
 /// The variables ([`vars`]) of the script `names` name run for `req`, as
-/// [`request_env`] has them; with `HTTP_AUTHORIZATION` if `authorization`.
+/// [`request_env`] has them, into `out`.
 pub fn request_vars(
     names: Names<'_>,
     req: &OwnedRequest,
@@ -377,23 +385,21 @@ pub fn request_vars(
     document_root: &Path,
     content_length: Option<u64>,
     extra: &[(String, String)],
-    authorization: bool,
-) -> Vars {
+    out: &mut impl VarSink,
+) {
     let server_name = crate::http::host_without_port(req.host().unwrap_or_default());
-    let local_ip;
+    let mut local_ip = [0; 45];
     let server_name: &[u8] = if server_name.is_empty() {
-        local_ip = ends.local.ip().to_string();
-        local_ip.as_bytes()
+        ip_text(ends.local.ip(), &mut local_ip)
     } else {
         server_name
     };
-    let headers: Vec<Header> = req.headers().collect();
     let env_req = EnvRequest {
         method: req.method_token(),
         raw_target: req.original_target(),
         query: req.query().unwrap_or_default(),
         version: req.version().as_str(),
-        headers: &headers,
+        headers: req.headers(),
         remote: ends.remote,
         local: ends.local,
         tls: ends.tls,
@@ -403,7 +409,6 @@ pub fn request_vars(
         remote_user: req.user(),
         auth_type: req.user().map(|_| &b"Basic"[..]),
         forwarded_https: req.forwarded().and_then(|f| f.https),
-        authorization,
     };
-    vars(names, &env_req, extra)
+    vars(names, &env_req, extra, out);
 }

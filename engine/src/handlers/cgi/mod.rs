@@ -27,11 +27,11 @@ mod resolve;
 mod runner;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use env::{
-    build_env, content_length, request_env, request_vars, EnvRequest, Names, Vars, DEFAULT_PATH,
-    SERVER_SOFTWARE,
+    build_env, content_length, request_env, request_vars, vars, EnvRequest, Names, SliceHeaders,
+    VarSink, DEFAULT_PATH, SERVER_SOFTWARE,
 };
 pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
 pub use process::{Children, Process};

@@ -22,7 +22,7 @@ pub mod script;
 
 use std::path::Path;
 
-use crate::handlers::cgi::{request_vars, Ends, Names};
+use crate::handlers::cgi::{request_vars, Ends, Names, VarSink};
 use crate::http::request::OwnedRequest;
 
 /// A request to hand to an application, as the router decided it: the
@@ -47,12 +47,13 @@ pub struct FastcgiPlan {
 }
 
 /// The PARAMS records of request `script` for `req` (which came from
-/// `ends`): CGI/1.1's variables ([`request_env`], with `SCRIPT_FILENAME`,
-/// `PATH_INFO`, `PATH_TRANSLATED`, `DOCUMENT_ROOT`, `REQUEST_URI`,
-/// `HTTPS`, `REQUEST_SCHEME`, `SERVER_SOFTWARE`), then the rule's `env`
-/// over them, in that order (neither FastCGI's parameters nor a
-/// program's environment has an order). `PATH`, which only a
-/// program started by brisk needs, is left out unless `env` sets it.
+/// `ends`): CGI/1.1's variables ([`crate::handlers::cgi::request_env`],
+/// with `SCRIPT_FILENAME`, `PATH_INFO`, `PATH_TRANSLATED`,
+/// `DOCUMENT_ROOT`, `REQUEST_URI`, `HTTPS`, `REQUEST_SCHEME`,
+/// `SERVER_SOFTWARE` and `HTTP_AUTHORIZATION`), then the rule's `env`
+/// over them (neither FastCGI's parameters nor a program's environment
+/// has an order). `PATH`, which only a program started by brisk needs,
+/// is left out unless `env` sets it.
 pub fn params(
     script: &script::Script,
     req: &OwnedRequest,
@@ -66,15 +67,29 @@ pub fn params(
         filename: &script.filename,
         path_info: &script.path_info,
     };
-    let vars = request_vars(names, req, ends, document_root, content_length, env, true);
-    let keep_path = env.iter().any(|(name, _)| name == "PATH");
-    let pairs = vars
-        .iter()
-        .filter(|&(name, _)| name != b"PATH" || keep_path);
-    let mut out = Vec::with_capacity(vars.bytes() + 64);
-    record::params(&mut out, body::ID, pairs);
+    // (Room for the ~25 variables, the fields and the paths, nearly
+    // always: one allocation.)
+    let fields: usize = req
+        .headers()
+        .map(|h| h.name.len() + h.value.len() + 8)
+        .sum();
+    let paths = script.filename.as_os_str().len() + document_root.as_os_str().len();
+    let guess = 640 + fields + paths + 2 * (req.original_target().len() + script.path_info.len());
+    let mut out = Vec::with_capacity(guess);
+    let mut w = record::Params::new(&mut out, body::ID);
+    request_vars(names, req, ends, document_root, content_length, env, &mut w);
+    w.close();
     record::params_end(&mut out, body::ID);
     out
+}
+
+/// A FastCGI application's variables go straight into PARAMS records.
+impl VarSink for record::Params<'_> {
+    const APPLICATION: bool = true;
+
+    fn var(&mut self, name: &[u8], value: &[u8]) {
+        self.pair(name, value);
+    }
 }
 
 #[cfg(test)]

@@ -101,12 +101,17 @@ impl<'o> Records<'o> {
     /// else across records.
     #[inline]
     fn push(&mut self, bytes: &[u8]) {
-        match self.open {
-            Some(start) if MAX_CONTENT - (self.out.len() - start - HEADER) > bytes.len() => {
-                self.out.extend_from_slice(bytes)
-            }
-            _ => self.push_across(bytes),
+        if self.room() > bytes.len() {
+            self.out.extend_from_slice(bytes)
+        } else {
+            self.push_across(bytes)
         }
+    }
+
+    /// How many bytes the open record has room for (none if none is open).
+    fn room(&self) -> usize {
+        self.open
+            .map_or(0, |start| MAX_CONTENT - (self.out.len() - start - HEADER))
     }
 
     fn push_across(&mut self, mut bytes: &[u8]) {
@@ -170,16 +175,33 @@ pub fn begin_request(out: &mut Vec<u8>, id: u16, keep_conn: bool) {
 }
 
 /// Appends name-value pairs as `FCGI_PARAMS` records of request `id`
-/// (spec §3.4: each length in one byte below 128, else in four with the
-/// high bit set). A pair may span two records, as the spec allows. Writes
-/// nothing for no pairs; the stream ends with [`params_end`], so several
-/// calls may add to it.
-///
-/// # Panics
-/// If a name or value is 2 GiB or longer (four bytes cannot say it).
+/// ([`Params`]); the stream ends with [`params_end`], so several calls
+/// may add to it.
 pub fn params<'p>(out: &mut Vec<u8>, id: u16, pairs: impl Iterator<Item = (&'p [u8], &'p [u8])>) {
-    let mut w = Records::new(out, PARAMS, id);
+    let mut w = Params::new(out, id);
     for (name, value) in pairs {
+        w.pair(name, value);
+    }
+    w.close();
+}
+
+/// Writes name-value pairs as `FCGI_PARAMS` records of one request (spec
+/// §3.4: each length in one byte below 128, else in four with the high
+/// bit set). A pair may span two records, as the spec allows. Writes
+/// nothing for no pairs.
+pub struct Params<'o>(Records<'o>);
+
+impl<'o> Params<'o> {
+    /// Starts writing the pairs of request `id` at the end of `out`.
+    pub fn new(out: &'o mut Vec<u8>, id: u16) -> Params<'o> {
+        Params(Records::new(out, PARAMS, id))
+    }
+
+    /// Appends the pair `name`, `value`.
+    ///
+    /// # Panics
+    /// If a name or value is 2 GiB or longer (four bytes cannot say it).
+    pub fn pair(&mut self, name: &[u8], value: &[u8]) {
         // (Both lengths in one piece: a push each cost ~100 instructions
         // a request's ~25 pairs.)
         let (mut lengths, mut n) = ([0u8; 8], 0);
@@ -196,11 +218,27 @@ pub fn params<'p>(out: &mut Vec<u8>, id: u16, pairs: impl Iterator<Item = (&'p [
                 n += 4;
             }
         }
-        w.push(&lengths[..n]);
-        w.push(name);
-        w.push(value);
+        let pieces = [&lengths[..n], name, value];
+        let total = n + name.len() + value.len();
+        let w = &mut self.0;
+        if w.room() > total {
+            // (One test of the room and one reservation for the three.)
+            w.out.reserve(total);
+            for piece in pieces {
+                w.out.extend_from_slice(piece);
+            }
+        } else {
+            for piece in pieces {
+                w.push_across(piece);
+            }
+        }
     }
-    w.close();
+
+    /// Fills in the last record's length and padding (the stream goes on
+    /// until [`params_end`]).
+    pub fn close(mut self) {
+        self.0.close();
+    }
 }
 
 /// Appends the empty `FCGI_PARAMS` record that ends the pairs.

@@ -291,3 +291,63 @@ fn a_status_the_spec_does_not_define_ends_the_request() {
         )
     );
 }
+
+/// A FastCGI application gets the variables a CGI script would, straight
+/// in PARAMS records, but for brisk's `PATH` and with the
+/// `Authorization` field (`HTTP_AUTHORIZATION`); the rule's `env` over
+/// them, `PATH` included.
+#[test]
+fn an_application_gets_a_scripts_variables_but_path_and_with_authorization() {
+    use crate::handlers::cgi::tests::env::{h, request, script};
+    use crate::handlers::cgi::{build_env, vars, Names};
+    let headers = [
+        h("Host", "example.org"),
+        h("Authorization", "Basic dTpw"),
+        h("Cookie", "a=1"),
+        h("Content-Type", "text/plain"),
+        h("cookie", "b=2"),
+    ];
+    let mut req = request(&headers);
+    req.remote = "[2001:db8::7]:4000".parse().unwrap();
+    req.forwarded_https = Some(true);
+    let script = script(b"/x");
+    for extra in [vec![], vec![("PATH".to_string(), "/opt/bin".to_string())]] {
+        let mut out = Vec::new();
+        let mut w = Params::new(&mut out, 1);
+        vars(Names::of(&script), &req, &extra, &mut w);
+        w.close();
+        // One record (no pair spans two), read back pair by pair.
+        let record = read_record(&out).unwrap();
+        assert_eq!(
+            (record.kind, record.id, record.size()),
+            (PARAMS, 1, out.len())
+        );
+        let (mut stream, mut got) = (record.content, Vec::new());
+        while !stream.is_empty() {
+            let ((name, value), used) = read_pair(stream).unwrap();
+            got.push(format!(
+                "{}={}",
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(value)
+            ));
+            stream = &stream[used..];
+        }
+        got.sort();
+        let env = build_env(&script, &req, &extra);
+        let mut want: Vec<String> = env
+            .into_iter()
+            .map(|e| e.into_string().unwrap())
+            .filter(|e| extra.len() == 1 || !e.starts_with("PATH="))
+            .chain(["HTTP_AUTHORIZATION=Basic dTpw".to_string()])
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        for expected in [
+            "HTTP_COOKIE=a=1; b=2",
+            "HTTPS=on",
+            "REMOTE_ADDR=2001:db8::7",
+        ] {
+            assert!(got.contains(&expected.to_string()), "{got:?}");
+        }
+    }
+}

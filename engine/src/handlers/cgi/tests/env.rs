@@ -4,7 +4,8 @@ use crate::handlers::cgi::{build_env, EnvRequest, Script};
 use crate::http::parse::Header;
 use crate::http::TlsSession;
 
-fn script(path_info: &[u8]) -> Script {
+/// A script at `/srv/cgi-bin/env.cgi` with `path_info`.
+pub(crate) fn script(path_info: &[u8]) -> Script {
     Script {
         rule: 0,
         program: PathBuf::from("/srv/cgi-bin/env.cgi"),
@@ -17,20 +18,22 @@ fn script(path_info: &[u8]) -> Script {
     }
 }
 
-fn h<'a>(name: &'a str, value: &'a str) -> Header<'a> {
+/// A header field.
+pub(crate) fn h<'a>(name: &'a str, value: &'a str) -> Header<'a> {
     Header {
         name: name.as_bytes(),
         value: value.as_bytes(),
     }
 }
 
-fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
+/// A POST with `headers` from 192.0.2.7 to 10.0.0.1:8080 (IPv4-mapped).
+pub(crate) fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
     EnvRequest {
         method: b"POST",
         raw_target: b"/cgi-bin/env.cgi/a%20b/c?x=1&y=%2F",
         query: b"x=1&y=%2F",
         version: "HTTP/1.1",
-        headers,
+        headers: headers.iter().copied(),
         remote: "192.0.2.7:51234".parse().unwrap(),
         local: "[::ffff:10.0.0.1]:8080".parse().unwrap(),
         server_name: b"example.org",
@@ -39,7 +42,6 @@ fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
         remote_user: None,
         auth_type: None,
         forwarded_https: None,
-        authorization: false,
         tls: None,
     }
 }
@@ -224,4 +226,53 @@ fn a_variable_holding_a_nul_is_left_out_and_only_it() {
     let without = strings(build_env(&script, &request(&headers), &extra[1..]));
     assert_eq!(with, without);
     assert!(with.contains(&"KEPT=c".to_string()));
+}
+
+/// A field sent several times, apart and in any case, is one variable
+/// holding each value in order; fields whose names only look alike (the
+/// same length and last letter) stay apart; a name too long for the
+/// stack buffer comes through whole.
+#[test]
+fn repeated_fields_join_in_order_and_only_theirs() {
+    let long = format!("X-{}", "Long-".repeat(20));
+    let headers = [
+        h("X-Ab", "1"),
+        h("Accept", "a"),
+        h("X-Bb", "2"),
+        h("ACCEPT", "b"),
+        h("Host", "h"),
+        h("accept", "c"),
+        h(&long, "v"),
+        h("x-ab", "3"),
+    ];
+    let env = strings(build_env(&script(b""), &request(&headers), &[]));
+    let http: Vec<&String> = env.iter().filter(|e| e.starts_with("HTTP_")).collect();
+    let long_var = format!("HTTP_X_{}=v", "LONG_".repeat(20));
+    assert_eq!(
+        http,
+        [
+            "HTTP_ACCEPT=a, b, c",
+            "HTTP_HOST=h",
+            "HTTP_X_AB=1, 3",
+            "HTTP_X_BB=2",
+            &long_var,
+        ]
+    );
+    // The same fields, none repeated: each as sent.
+    let once = [h("X-Ab", "1"), h("X-Bb", "2")];
+    let env = strings(build_env(&script(b""), &request(&once), &[]));
+    assert!(env.contains(&"HTTP_X_AB=1".to_string()), "{env:?}");
+    assert!(env.contains(&"HTTP_X_BB=2".to_string()), "{env:?}");
+}
+
+/// The rule's `env` sets a name twice: the later wins, once.
+#[test]
+fn a_name_the_rule_sets_twice_is_its_later_value() {
+    let extra = [
+        ("APP".to_string(), "one".to_string()),
+        ("APP".to_string(), "two".to_string()),
+    ];
+    let env = strings(build_env(&script(b""), &request(&[]), &extra));
+    let app: Vec<&String> = env.iter().filter(|e| e.starts_with("APP=")).collect();
+    assert_eq!(app, ["APP=two"]);
 }

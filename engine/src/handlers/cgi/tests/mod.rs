@@ -4,7 +4,7 @@
 
 use crate::config::{CgiRule, CgiTarget};
 
-mod env;
+pub(crate) mod env;
 mod head;
 mod pipeline;
 mod programs;

@@ -42,7 +42,7 @@ fn resolve_spawn_and_parse() {
         raw_target: b"/cgi-bin/echo/p/q?a=b",
         query: b"a=b",
         version: "HTTP/1.1",
-        headers: &headers,
+        headers: headers.iter().copied(),
         remote: "127.0.0.1:40000".parse().unwrap(),
         local: "127.0.0.1:8080".parse().unwrap(),
         server_name: b"localhost",
@@ -51,7 +51,6 @@ fn resolve_spawn_and_parse() {
         remote_user: None,
         auth_type: None,
         forwarded_https: None,
-        authorization: false,
         tls: None,
     };
     let env = build_env(&s, &req, &rules[s.rule].env);
