@@ -7,7 +7,7 @@
 //! 502), rather than being passed on or silently repaired.
 
 use crate::ascii::IgnoreCase;
-use crate::http::grammar::{has_token, is_field_value, is_ows, is_token, trim_ows};
+use crate::http::grammar::{find_byte, has_token, is_field_value, is_ows, is_tchar, trim_ows};
 
 /// What kind of reply the script gave (RFC 3875 §6.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,9 +66,8 @@ pub const DROPPED: &[&str] = &[
 /// field of the hop too (RFC 9110 §7.6.1), dropped with it, as the
 /// reverse proxy drops an upstream's.
 #[inline(never)]
-fn named_by_connection(lines: &[&[u8]], name: &[u8]) -> bool {
+fn named_by_connection(lines: Lines<'_>, name: &[u8]) -> bool {
     lines
-        .iter()
         .filter_map(|l| field(l).ok())
         .any(|(n, value)| n.eq_ignore_case(b"connection") && has_token(value, name))
 }
@@ -80,23 +79,25 @@ fn named_by_connection(lines: &[&[u8]], name: &[u8]) -> bool {
 /// bytes; the reason is for the error log. On success the body (if any)
 /// starts at [`CgiHead::head_len`].
 pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static str> {
-    let Some((lines, head_len)) = head_lines(buf, max)? else {
+    let Some(head_len) = head_len(buf, max)? else {
         return Ok(None);
     };
+    let lines = Lines::of(buf);
 
     let mut status: Option<(u16, Option<Vec<u8>>)> = None;
     let mut location: Option<&[u8]> = None;
     let mut content_type = false;
     let mut content_length: Option<u64> = None;
-    // (Each line passed on grows by at most its `: ` and its CRLF.)
-    let mut headers = Vec::with_capacity(head_len + 2 * lines.len());
+    // (Each line passed on grows by at most its `: ` and its CRLF: at
+    // most a byte more than its end and whitespace had.)
+    let mut headers = Vec::with_capacity(2 * head_len);
     // Header lines passed on other than Location and Content-Type, which
     // decide whether a local redirect is allowed (§6.2.2).
     let mut others = 0;
     let connection = lines
-        .iter()
+        .clone()
         .any(|l| l.len() > 10 && l[..10].eq_ignore_case(b"connection"));
-    for &line in &lines {
+    for line in lines.clone() {
         let (name, value) = field(line)?;
         if name.eq_ignore_case(b"status") {
             if status.is_some() {
@@ -114,7 +115,7 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
             continue;
         }
         if DROPPED.iter().any(|d| name.eq_ignore_case(d.as_bytes()))
-            || connection && named_by_connection(&lines, name)
+            || connection && named_by_connection(lines.clone(), name)
         {
             continue;
         }
@@ -186,33 +187,52 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     }))
 }
 
-/// A header block's lines (without their ends), and the bytes it took
-/// with its empty line.
-pub(super) type Lines<'a> = (Vec<&'a [u8]>, usize);
+/// The lines of a header block (without their ends, LF or CRLF), up to
+/// its empty line: [`head_len`] found that it has one.
+#[derive(Debug, Clone)]
+pub(super) struct Lines<'a>(&'a [u8]);
 
-/// The lines of the header block at the start of `buf` (LF or CRLF
-/// ended); `None` while it is incomplete; an error past `max` bytes.
-pub(super) fn head_lines(buf: &[u8], max: usize) -> Result<Option<Lines<'_>>, &'static str> {
-    let mut lines: Vec<&[u8]> = Vec::new();
+impl<'a> Lines<'a> {
+    /// Those of the block at the start of `buf`.
+    pub(super) fn of(buf: &'a [u8]) -> Lines<'a> {
+        Lines(buf)
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let n = find_byte(self.0, b'\n')?;
+        let line = &self.0[..n];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        self.0 = if line.is_empty() {
+            &[]
+        } else {
+            &self.0[n + 1..]
+        };
+        (!line.is_empty()).then_some(line)
+    }
+}
+
+/// The length of the header block at the start of `buf` (LF or CRLF
+/// ended lines), its empty line included; `None` while it is
+/// incomplete; an error past `max` bytes.
+pub(super) fn head_len(buf: &[u8], max: usize) -> Result<Option<usize>, &'static str> {
+    const LONG: &str = "CGI header block larger than limits.cgi_header_bytes";
     let mut pos = 0;
     loop {
-        let Some(n) = buf[pos..].iter().position(|&b| b == b'\n') else {
-            if buf.len() > max {
-                return Err("CGI header block larger than limits.cgi_header_bytes");
-            }
-            return Ok(None);
+        let Some(n) = find_byte(&buf[pos..], b'\n') else {
+            return if buf.len() > max { Err(LONG) } else { Ok(None) };
         };
         let end = pos + n + 1;
         if end > max {
-            return Err("CGI header block larger than limits.cgi_header_bytes");
+            return Err(LONG);
         }
-        let line = &buf[pos..pos + n];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if n == 0 || n == 1 && buf[pos] == b'\r' {
+            return Ok(Some(end));
+        }
         pos = end;
-        if line.is_empty() {
-            return Ok(Some((lines, end)));
-        }
-        lines.push(line);
     }
 }
 
@@ -235,12 +255,20 @@ pub(super) fn field(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
     if is_ows(line[0]) {
         return Err("CGI header line folded (obs-fold)");
     }
+    // (The name's end and its check in one walk.)
     let colon = line
         .iter()
-        .position(|&b| b == b':')
-        .ok_or("CGI header line without a colon")?;
+        .position(|&b| !is_tchar(b))
+        .unwrap_or(line.len());
+    if line.get(colon) != Some(&b':') {
+        return Err(if line.contains(&b':') {
+            "CGI header name is not a token"
+        } else {
+            "CGI header line without a colon"
+        });
+    }
     let name = &line[..colon];
-    if !is_token(name) {
+    if name.is_empty() {
         return Err("CGI header name is not a token");
     }
     let value = trim_ows(&line[colon + 1..]);

@@ -9,7 +9,7 @@
 //! fields it names, Transfer-Encoding) and what the server writes (Date,
 //! Server) are dropped, as from any script.
 
-use super::head::{field, head_lines, parse_length, parse_status, DROPPED};
+use super::head::{field, head_len, parse_length, parse_status, Lines, DROPPED};
 use crate::ascii::IgnoreCase;
 use crate::handlers::pipe::ReplyHead;
 
@@ -17,12 +17,11 @@ use crate::handlers::pipe::ReplyHead;
 /// while it is incomplete, `Err` (the reason, for the error log) when it
 /// is not an HTTP/1.x response head.
 pub fn parse_nph_head(buf: &[u8], max: usize) -> Result<Option<ReplyHead>, &'static str> {
-    let Some((lines, len)) = head_lines(buf, max)? else {
+    let Some(len) = head_len(buf, max)? else {
         return Ok(None);
     };
-    let (first, fields) = lines
-        .split_first()
-        .ok_or("nph- output without a status line")?;
+    let mut fields = Lines::of(buf);
+    let first = fields.next().ok_or("nph- output without a status line")?;
     let status_line = first
         .strip_prefix(b"HTTP/1.")
         .filter(|rest| rest.first().is_some_and(u8::is_ascii_digit) && rest.get(1) == Some(&b' '))
