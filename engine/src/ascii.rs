@@ -29,18 +29,49 @@ impl IgnoreCase for str {
     }
 }
 
-/// A byte at a time with an early exit, which LLVM leaves unvectorised:
-/// for the short names compared here, the standard library's vectorised
-/// loop spent ~80 instructions on a four-byte `Host` (its set-up), this
-/// one ~25.
+/// Eight bytes at a time, then a byte at a time, with an early exit,
+/// which LLVM leaves unvectorised: for the short names compared here, the
+/// standard library's vectorised loop spent ~80 instructions on a
+/// four-byte `Host` (its set-up), a byte loop ~25 and ~100 on a matching
+/// `Content-Type`. The first bytes, told apart as `| 0x20` tells them
+/// (which never parts two bytes equal but for case), end most mismatches
+/// at once.
 #[inline(never)]
-fn same_length(a: &[u8], b: &[u8]) -> bool {
+fn same_length(mut a: &[u8], mut b: &[u8]) -> bool {
+    if let (Some(x), Some(y)) = (a.first(), b.first()) {
+        if x | 0x20 != y | 0x20 {
+            return false;
+        }
+    }
+    while let (Some((x, rest_a)), Some((y, rest_b))) =
+        (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
+    {
+        let (x, y) = (u64::from_le_bytes(*x), u64::from_le_bytes(*y));
+        if x != y && lower(x) != lower(y) {
+            return false;
+        }
+        (a, b) = (rest_a, rest_b);
+    }
     for (x, y) in a.iter().zip(b) {
         if !x.eq_ignore_ascii_case(y) {
             return false;
         }
     }
     true
+}
+
+/// The eight bytes of `w` with their ASCII capitals in small letters.
+#[inline]
+fn lower(w: u64) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    // Of each byte's low seven bits (no carry leaves a byte): the high
+    // bit set past `Z`, and from `A` on; a byte of 0x80 or more is no
+    // letter.
+    let low = w & (LO * 0x7f);
+    let past_z = low + LO * u64::from(0x7f - b'Z');
+    let from_a = low + LO * u64::from(0x80 - b'A');
+    let capital = from_a & !past_z & !w & (LO * 0x80);
+    w | capital >> 2
 }
 
 #[cfg(test)]
@@ -57,5 +88,33 @@ mod tests {
         // Only ASCII folds: these differ in a byte no case maps.
         assert!(!"\u{c4}".eq_ignore_case("\u{e4}"));
         assert!(!b"a@"[..].eq_ignore_case(b"a`"));
+        assert!(!b"@"[..].eq_ignore_case(b"`"));
+    }
+
+    /// Against the standard library's, for every pair of bytes at every
+    /// place in a word and in the tail after it.
+    #[test]
+    fn as_the_standard_library_at_every_place() {
+        let base = *b"content-type-x";
+        for at in 0..base.len() {
+            for x in 0..=255u8 {
+                for y in [
+                    x,
+                    x ^ 0x20,
+                    x.to_ascii_lowercase(),
+                    x.to_ascii_uppercase(),
+                    b'a',
+                ] {
+                    let (mut a, mut b) = (base, base);
+                    a[at] = x;
+                    b[at] = y;
+                    assert_eq!(
+                        a[..].eq_ignore_case(&b[..]),
+                        a.eq_ignore_ascii_case(&b),
+                        "{x:#x} {y:#x} at {at}"
+                    );
+                }
+            }
+        }
     }
 }
