@@ -98,7 +98,7 @@ impl Keep {
     /// what was read ahead for it.
     pub fn keep(&self, sock: &mut Socket, link: Link) {
         if let Some((fd, watched)) = sock.keep() {
-            let now = Instant::now();
+            let now = crate::handlers::produce::now();
             (self.pool.borrow_mut()).put_watched(self, fd, link, watched, now);
         }
     }

@@ -148,12 +148,11 @@ impl Produce for Tunnel {
         // (Asked once the tunnel closed, or was given up: its whole time,
         // as nginx counts a WebSocket's.)
         let over = self.finished || self.sock.is_none();
-        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
         Some(crate::log::Upstream {
             addr: self.addr.as_ref()?.logged(),
             status,
             header_us,
-            response_us: over.then_some(took),
+            response_us: over.then(|| crate::handlers::produce::micros_since(self.began)),
         })
     }
 

@@ -5,7 +5,7 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use crate::handlers::produce::Want;
+use crate::handlers::produce::{micros_since, Want};
 use crate::handlers::proxy::dial::Addr;
 
 /// The socket of a producer that talks to another server over one
@@ -171,7 +171,7 @@ impl Answered {
     pub fn new() -> Answered {
         Answered {
             addr: None,
-            began: Instant::now(),
+            began: crate::handlers::produce::now(),
             head: None,
         }
     }
@@ -195,8 +195,7 @@ impl Answered {
 
     /// Its answer's head came, with `status`.
     pub fn head(&mut self, status: u16) {
-        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.head = Some((status, took));
+        self.head = Some((status, micros_since(self.began)));
     }
 
     /// As [`Produce::upstream`](crate::handlers::produce::Produce::upstream),
@@ -204,12 +203,11 @@ impl Answered {
     /// (`upstream_response_time`) is known only then.
     pub fn upstream(&self, over: bool) -> Option<crate::log::Upstream<'_>> {
         let (status, header_us) = self.head?;
-        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
         Some(crate::log::Upstream {
             addr: self.addr.as_ref()?.logged(),
             status,
             header_us,
-            response_us: over.then_some(took),
+            response_us: over.then(|| micros_since(self.began)),
         })
     }
 }

@@ -45,13 +45,20 @@ impl Clock {
         if now >= self.next_second {
             self.set(now, SystemTime::now());
         } else {
-            self.now = now;
+            self.set_now(now);
         }
+    }
+
+    /// The pass's time, for the worker and its producers
+    /// ([`crate::handlers::produce::now`]).
+    fn set_now(&mut self, now: Instant) {
+        self.now = now;
+        crate::handlers::produce::set_pass_time(now);
     }
 
     /// Sets the time to `now`, and the wall clock, read then, to `wall`.
     fn set(&mut self, now: Instant, wall: SystemTime) {
-        self.now = now;
+        self.set_now(now);
         self.read = (wall, now);
         self.date.update(wall);
         let into = wall
