@@ -28,14 +28,26 @@ fn activate(
     args: &[&str],
     err: &Path,
 ) -> Option<KillOnDrop> {
+    let listen: Vec<(String, SocketAddr)> = listen.iter().map(|a| (a.to_string(), *a)).collect();
+    activate_on(&listen, names, args, err)
+}
+
+/// As [`activate`], each socket given to `-l` as its text says (`8080`:
+/// a dual-stack socket on `[::]:8080`), and waited for where it listens.
+fn activate_on(
+    listen: &[(String, SocketAddr)],
+    names: Option<&str>,
+    args: &[&str],
+    err: &Path,
+) -> Option<KillOnDrop> {
     let tool = "systemd-socket-activate";
     if Command::new(tool).arg("--version").output().is_err() {
         skip("no systemd-socket-activate (Debian: systemd)");
         return None;
     }
     let mut cmd = Command::new(tool);
-    for a in listen {
-        cmd.arg("-l").arg(a.to_string());
+    for (a, _) in listen {
+        cmd.arg("-l").arg(a);
     }
     if let Some(n) = names {
         cmd.arg(format!("--fdname={n}"));
@@ -47,7 +59,7 @@ fn activate(
         .stdout(Stdio::null())
         .stderr(Stdio::from(fs::File::create(err).expect("stderr file")));
     let child = KillOnDrop(cmd.spawn().expect("spawn systemd-socket-activate"));
-    for a in listen {
+    for (_, a) in listen {
         wait_until("systemd-socket-activate to listen", || {
             tcp_sockets()
                 .iter()
@@ -93,6 +105,37 @@ fn socket_activation_with_no_listen_configured_serves_the_passed_socket() {
     for _ in 0..20 {
         assert_eq!(get(addr, "/index.html").status, 200);
     }
+}
+
+/// systemd's `ListenStream=PORT` passes one dual-stack socket: an IPv4
+/// client of it is its IPv4 address (here in the access log), not the
+/// IPv4-mapped IPv6 one the kernel gives (`::ffff:127.0.0.1`).
+#[test]
+fn an_ipv4_client_of_a_dual_stack_socket_is_its_ipv4_address() {
+    if std::net::TcpListener::bind("[::]:0").is_err() {
+        skip("no IPv6 on this host");
+        return;
+    }
+    let site = TempDir::new("activate-dual");
+    write_file(&site.path.join("index.html"), b"dual\n");
+    let port = free_port();
+    let (err, log) = (site.path.join("stderr"), site.path.join("access.log"));
+    let (root, log_arg) = (site.path.display().to_string(), log.display().to_string());
+    let any: SocketAddr = (std::net::Ipv6Addr::UNSPECIFIED, port).into();
+    let Some(_child) = activate_on(
+        &[(port.to_string(), any)],
+        None,
+        &["--root", &root, "--access-log", &log_arg],
+        &err,
+    ) else {
+        return;
+    };
+    assert_eq!(get(([127, 0, 0, 1], port).into(), "/").status, 200);
+    wait_until("the access line", || {
+        fs::read_to_string(&log).is_ok_and(|l| l.ends_with('\n'))
+    });
+    let line = fs::read_to_string(&log).unwrap();
+    assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
 }
 
 #[test]
