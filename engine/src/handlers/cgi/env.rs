@@ -28,8 +28,9 @@ pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// `SERVER_SOFTWARE` (RFC 3875 §4.1.17).
 pub const SERVER_SOFTWARE: &str = concat!("brisk/", env!("CARGO_PKG_VERSION"));
 
-/// A request's header fields as [`EnvRequest`] takes them: any iterator
-/// that can go over them again (a slice's, or a parsed request's).
+/// A slice's header fields, as [`EnvRequest`] takes them by default (it
+/// takes any iterator over fields that can go over them again: a parsed
+/// request's too).
 pub type SliceHeaders<'a> = std::iter::Copied<std::slice::Iter<'a, Header<'a>>>;
 
 /// What the environment needs to know about the request and connection.
