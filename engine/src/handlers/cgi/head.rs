@@ -88,8 +88,8 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     let mut location: Option<&[u8]> = None;
     let mut content_type = false;
     let mut content_length: Option<u64> = None;
-    // (Each line passed on grows by at most its `: ` and its CRLF: at
-    // most a byte more than its end and whitespace had.)
+    // (A line passed on grows by two bytes at most, its `: ` and its
+    // CRLF, and took three at least: twice the block is room enough.)
     let mut headers = Vec::with_capacity(2 * head_len);
     // Header lines passed on other than Location and Content-Type, which
     // decide whether a local redirect is allowed (§6.2.2).
