@@ -24,7 +24,7 @@ use std::net::{IpAddr, SocketAddr};
 use crate::http::grammar::{has_token, is_token};
 use crate::http::request::OwnedRequest;
 use crate::http::trailers;
-use crate::http::{ipv4_text, push_u64, Method, Version};
+use crate::http::{push_ip, push_u64, Method, Version};
 
 /// How the request body goes upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,21 +184,14 @@ fn kept_or(out: &mut Vec<u8>, req: &OwnedRequest, name: &str, keep: bool, value:
 /// Appends the client's address as `Forwarded`'s `for=` wants it
 /// (RFC 7239 §6: an IPv6 address bracketed, and quoted).
 fn node(out: &mut Vec<u8>, addr: SocketAddr) {
-    push_ip(out, addr.ip(), true);
-}
-
-/// Appends `ip` as text; an IPv6 address bracketed and quoted for
-/// `Forwarded` when `node` says so.
-fn push_ip(out: &mut Vec<u8>, ip: IpAddr, node: bool) {
-    use std::io::Write as _;
-    let _ = match ip {
-        IpAddr::V4(v4) => {
-            out.extend_from_slice(ipv4_text(v4, &mut [0; 15]));
-            Ok(())
+    match addr.ip().to_canonical() {
+        ip @ IpAddr::V6(_) => {
+            out.extend_from_slice(b"\"[");
+            push_ip(out, ip);
+            out.extend_from_slice(b"]\"");
         }
-        IpAddr::V6(v6) if node => write!(out, "\"[{v6}]\""),
-        IpAddr::V6(v6) => write!(out, "{v6}"),
-    };
+        ip => push_ip(out, ip),
+    }
 }
 
 /// Appends `s` as a quoted-string (RFC 9110 §5.6.4).
@@ -249,7 +242,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
     };
     if own("X-Forwarded-For") {
         list_field(out, req, "X-Forwarded-For", f.trusted, &mut |out| {
-            push_ip(out, f.client.ip(), false);
+            push_ip(out, f.client.ip());
         });
     }
     if own("X-Forwarded-Proto") {
