@@ -61,6 +61,7 @@ mod named_handlers;
 #[cfg(feature = "ops")]
 mod operations;
 mod own_files;
+mod pgo;
 #[cfg(all(feature = "ops", target_os = "linux"))]
 mod pid1;
 mod precompressed;
