@@ -327,9 +327,11 @@ fn reads_for_clients_that_went_stop_with_them() {
     let reads = gate.reads();
     // (Each read goes on until its connection finds its client gone,
     // trying to send what was read: a step or two, and the kernel's
-    // read-ahead beside them. The reads' turns were 16 steps each: 192
-    // reads and more.)
-    assert!(reads <= 8 * CLIENTS, "{reads} reads of the large file");
+    // read-ahead beside them; more while the worker is slow to come to
+    // it: 30-55 reads in all on a quiet machine, 97 once under the whole
+    // suite's load. The reads' turns were 16 steps each: 192 reads and
+    // more.)
+    assert!(reads <= 12 * CLIENTS, "{reads} reads of the large file");
 }
 
 /// Over HTTP/3, on a site of the gated disk: `request` (aioquic's
