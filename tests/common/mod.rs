@@ -28,6 +28,18 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// The brisk binary the tests run: this build's, or the one
+/// `BRISK_TEST_BINARY` names (another build of the same features, such as
+/// scripts/pgo's: `BRISK_TEST_BINARY=$PWD/target/pgo/release/brisk cargo
+/// test --test it`).
+pub fn brisk_exe() -> &'static str {
+    static EXE: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| match std::env::var("BRISK_TEST_BINARY") {
+        Ok(path) if !path.is_empty() => Box::leak(path.into_boxed_str()),
+        _ => env!("CARGO_BIN_EXE_brisk"),
+    })
+}
+
 /// Timeout of every socket read and write.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -657,7 +669,7 @@ fn spawn(
             Stdio::from(fs::File::create(stdout_path(stderr_path)).expect("create stdout file"))
         }
     };
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
+    let mut cmd = Command::new(brisk_exe());
     cmd.args(root_args())
         .args(args)
         .stdin(Stdio::null())
@@ -1552,7 +1564,7 @@ pub fn run_brisk(args: &[&str]) -> (ExitStatus, String, String) {
     let dir = TempDir::new("run");
     let out = dir.path.join("out");
     let err = dir.path.join("err");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let mut child = Command::new(brisk_exe())
         .args(root_args())
         .args(args)
         .stdin(Stdio::null())

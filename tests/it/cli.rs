@@ -225,7 +225,7 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     let pid_file = dir.path.join("brisk.pid");
     let error_log = dir.path.join("logs/error.log");
     fs::create_dir(dir.path.join("logs")).expect("logs");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let out = std::process::Command::new(crate::common::brisk_exe())
         .args(common::root_args())
         .args(["--daemon", "--listen", "127.0.0.1:0", "--access-log", "off"])
         .args(["--workers", "1", "--error-log"])
@@ -305,7 +305,7 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
 fn failed_daemon(dir: &TempDir, args: &[&std::ffi::OsStr]) -> String {
     let root = dir.path.join("root");
     write_file(&root.join("hello.txt"), b"x");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let out = std::process::Command::new(crate::common::brisk_exe())
         .args(common::root_args())
         .args(["--daemon", "--listen", "127.0.0.1:0", "--root"])
         .arg(&root)
@@ -495,7 +495,7 @@ fn run_into_closed_pipe(args: &[&str]) -> (std::process::ExitStatus, String) {
     let err_path = dir.path.join("err");
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let mut child = std::process::Command::new(crate::common::brisk_exe())
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(writer)
@@ -531,7 +531,7 @@ fn help_to_a_full_disk_is_an_error() {
     }
     let dir = TempDir::new("full");
     let err_path = dir.path.join("err");
-    let st = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let st = std::process::Command::new(crate::common::brisk_exe())
         .arg("--help")
         .stdout(
             fs::File::options()
@@ -700,7 +700,7 @@ fn port_flag_sets_the_port_of_every_listen_address() {
 
 #[test]
 fn the_example_configuration_passes_check_config_from_the_repository_root() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let out = std::process::Command::new(crate::common::brisk_exe())
         .args(["--config", "brisk.example.toml", "--check-config"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(std::process::Stdio::null())
@@ -789,7 +789,7 @@ fn as_nobody(
     fs::write(&cfg, toml(&dir.path)).unwrap();
     fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let out = std::process::Command::new(crate::common::brisk_exe())
         .args(args)
         .arg("--config")
         .arg(&cfg)

@@ -61,7 +61,7 @@ fn refuses_to_serve_as_root_unless_told() {
     }
     let dir = TempDir::new("root");
     let run = |extra: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        let out = Command::new(crate::common::brisk_exe())
             .args(["--listen", "127.0.0.1:0", "--access-log", "off", "--root"])
             .arg(&dir.path)
             .args(extra)
@@ -75,7 +75,7 @@ fn refuses_to_serve_as_root_unless_told() {
     };
     // With no user configured, root serves as nobody (as nginx does).
     if let Some((uid, _)) = nobody() {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        let mut child = Command::new(crate::common::brisk_exe())
             .args(["--listen", "127.0.0.1:0", "--access-log", "off", "--root"])
             .arg(&dir.path)
             .stdin(Stdio::null())

@@ -342,7 +342,7 @@ fn is_static(bin: &Path) -> bool {
 #[cfg(feature = "ops")]
 #[test]
 fn the_container_runs_as_65534_from_an_empty_root() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_brisk"));
+    let bin = Path::new(crate::common::brisk_exe());
     if !is_static(bin) {
         skip("the binary is not the static build (scripts/test runs this under --target x86_64-unknown-linux-musl)");
         return;
@@ -436,7 +436,7 @@ fn build_deb(out: &Path) -> Option<PathBuf> {
         return None;
     }
     let done = Command::new(repo().join("scripts/deb"))
-        .args(["--binary", env!("CARGO_BIN_EXE_brisk"), "--out"])
+        .args(["--binary", crate::common::brisk_exe(), "--out"])
         .arg(out)
         .output()
         .unwrap();

@@ -27,7 +27,7 @@ fn the_training_load_gets_the_answers_it_trains_on() {
     let work = dir.path.join("train");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/pgo");
     let out = Command::new(script)
-        .args(["--train", env!("CARGO_BIN_EXE_brisk")])
+        .args(["--train", crate::common::brisk_exe()])
         .arg(&work)
         .arg("--quick")
         .output()

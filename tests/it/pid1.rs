@@ -66,7 +66,7 @@ fn in_namespace(dir: &TempDir, port: u16) -> Option<Child> {
             .map(|s| s.to_string()),
     );
     args.extend([
-        env!("CARGO_BIN_EXE_brisk").to_string(),
+        crate::common::brisk_exe().to_string(),
         "--allow-root".into(),
         "--config".into(),
         config.display().to_string(),

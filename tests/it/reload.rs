@@ -668,7 +668,7 @@ fn reload_and_stop_signal_the_running_brisk_by_its_pid_file() {
         .arg(&pid_arg);
     let mut s = b.start();
     let brisk = |what: &str| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        std::process::Command::new(crate::common::brisk_exe())
             .args(["--pid-file", &pid_arg, what])
             .current_dir(&root)
             .output()
@@ -861,7 +861,7 @@ fn reload_and_stop_signal_a_brisk_that_is_process_one_of_its_namespace() {
     let cfg_arg = cfg.display().to_string();
     let unshare = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "--kill-child"])
-        .arg(env!("CARGO_BIN_EXE_brisk"))
+        .arg(crate::common::brisk_exe())
         .args(["--config", &cfg_arg])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -888,7 +888,7 @@ fn reload_and_stop_signal_a_brisk_that_is_process_one_of_its_namespace() {
     let brisk = |what: &str| {
         Command::new("nsenter")
             .args(["-t", &host_pid.to_string(), "-p", "-m", "--"])
-            .arg(env!("CARGO_BIN_EXE_brisk"))
+            .arg(crate::common::brisk_exe())
             .args(["--config", &cfg_arg, what])
             .output()
             .expect("run nsenter")

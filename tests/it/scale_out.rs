@@ -40,7 +40,7 @@ impl Instance {
 
     fn start(&mut self) {
         let stderr = self.dir.join(format!("stderr-{}", self.n));
-        let child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        let child = Command::new(crate::common::brisk_exe())
             .args(root_args())
             .args(["--config", self.config().to_str().unwrap()])
             .stdin(Stdio::null())

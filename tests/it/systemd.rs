@@ -52,7 +52,7 @@ fn activate_on(
     if let Some(n) = names {
         cmd.arg(format!("--fdname={n}"));
     }
-    cmd.arg(env!("CARGO_BIN_EXE_brisk"))
+    cmd.arg(crate::common::brisk_exe())
         .args(root_args())
         .args(args)
         .stdin(Stdio::null())
@@ -212,7 +212,7 @@ fn a_passed_unix_socket_is_refused_by_its_number() {
         Command::new(tool)
             .arg("-l")
             .arg(&sock)
-            .arg(env!("CARGO_BIN_EXE_brisk"))
+            .arg(crate::common::brisk_exe())
             .args(root_args())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -326,7 +326,7 @@ fn notified(cfg: &str, env: &[(&str, String)]) -> (UnixDatagram, KillOnDrop, Tem
         format!("root = \"{root}\"\nlisten = \"127.0.0.1:0\"\n{cfg}"),
     )
     .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let child = Command::new(crate::common::brisk_exe())
         .args(root_args())
         .args([
             "--config",
@@ -454,7 +454,7 @@ fn the_shipped_units_verify() {
     }
     let dir = TempDir::new("units");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/systemd");
-    let bin = env!("CARGO_BIN_EXE_brisk");
+    let bin = crate::common::brisk_exe();
     for unit in ["brisk.service", "brisk.socket"] {
         let text = fs::read_to_string(repo.join(unit)).unwrap();
         // The binary where the package puts it is this build.

@@ -91,7 +91,7 @@ fn bad_rates_are_config_errors() {
         "root = \"www\"\n[[throttle]]\npattern = \"*.mp4\"\nrate = \"fast\"\n",
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let out = std::process::Command::new(crate::common::brisk_exe())
         .arg("--check-config")
         .arg("--config")
         .arg(&cfg)

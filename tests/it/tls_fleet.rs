@@ -231,7 +231,7 @@ fn a_damaged_keys_file_stops_the_start_naming_it() {
         section(&["a"], &format!("ticket_keys = \"{}\"", keys.display())),
     )
     .unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_brisk"))
+    let o = Command::new(crate::common::brisk_exe())
         .args(root_args())
         .args(["--listen", "127.0.0.1:0", "--root", root.to_str().unwrap()])
         .args(["--config", config.to_str().unwrap()])

@@ -46,7 +46,7 @@ fn own_binary(dir: &Path) -> PathBuf {
 /// fail with "text file busy" (ETXTBSY).
 fn copy_binary(to: &Path) {
     let done = Command::new("cp")
-        .arg(env!("CARGO_BIN_EXE_brisk"))
+        .arg(crate::common::brisk_exe())
         .arg(to)
         .status()
         .expect("run cp");
