@@ -28,6 +28,25 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Whether `tool` is on the PATH; if not, the test says it skipped.
+pub fn have(tool: &str) -> bool {
+    have_from(tool, tool)
+}
+
+/// [`have`] for a `tool` that Debian's `package` brings.
+pub fn have_from(tool: &str, package: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        skip(&format!(
+            "{tool} is not installed (scripts/test installs it as root on Debian: apt-get install {package})"
+        ));
+    }
+    found
+}
+
 /// The brisk binary the tests run: this build's, or the one
 /// `BRISK_TEST_BINARY` names (another build of the same features, such as
 /// scripts/pgo's: `BRISK_TEST_BINARY=$PWD/target/pgo/release/brisk cargo

@@ -14,24 +14,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Whether `tool` is on the PATH; if not, the test says it skipped.
-pub(crate) fn have(tool: &str) -> bool {
-    have_from(tool, tool)
-}
-
-/// [`have`] for a `tool` that Debian's `package` brings.
-pub(crate) fn have_from(tool: &str, package: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        skip(&format!(
-            "{tool} is not installed (scripts/test installs it as root on Debian: apt-get install {package})"
-        ));
-    }
-    found
-}
+// (Also the WebDAV tests' beside this one.)
+pub(crate) use crate::common::{have, have_from};
 
 /// brisk with a `[[webdav]]` rule at `/dav/` over `<base>/dav`.
 fn start(extra: &str) -> (Server, PathBuf) {
