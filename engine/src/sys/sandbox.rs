@@ -343,8 +343,20 @@ const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 /// Offsets into `struct seccomp_data`.
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
-/// Low 32 bits of the second argument (little-endian).
-const OFF_ARG1_LO: u32 = 16 + 8;
+/// Low 32 bits of argument `i` (little-endian).
+const fn off_arg_lo(i: u8) -> u32 {
+    16 + 8 * i as u32
+}
+
+/// A system call allowed only with these arguments: for each pair, the
+/// low 32 bits of argument `.0` equal to `.1` (`ioctl` with one request,
+/// `setsockopt` with one level and option).
+pub struct Guard {
+    /// The call's number.
+    pub call: libc::c_long,
+    /// (argument's index, the value its low 32 bits must have).
+    pub args: &'static [(u8, u32)],
+}
 
 fn stmt(code: u16, k: u32) -> libc::sock_filter {
     libc::sock_filter {
@@ -360,9 +372,9 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 }
 
 /// Builds the filter program: the architecture check, one
-/// "equal → allow" pair per allowed call, `ioctl` allowed only with the
-/// listed requests, everything else `EPERM`.
-fn program(arch: u32, calls: &[libc::c_long], ioctls: &[u32]) -> Vec<libc::sock_filter> {
+/// "equal → allow" pair per allowed call, then each guarded call allowed
+/// only with the arguments its guard names, everything else `EPERM`.
+fn program(arch: u32, calls: &[libc::c_long], guards: &[Guard]) -> Vec<libc::sock_filter> {
     let allow = libc::SECCOMP_RET_ALLOW;
     let deny = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
     let mut p = vec![
@@ -377,22 +389,21 @@ fn program(arch: u32, calls: &[libc::c_long], ioctls: &[u32]) -> Vec<libc::sock_
         p.push(stmt(BPF_RET_K, deny));
     }
     for &nr in calls {
-        if nr == libc::SYS_ioctl {
-            continue;
-        }
         p.push(jump(BPF_JEQ_K, nr as u32, 0, 1));
         p.push(stmt(BPF_RET_K, allow));
     }
-    if !ioctls.is_empty() {
-        // Skips the request checks unless the call is ioctl.
-        let block = 1 + 2 * ioctls.len() + 1;
-        p.push(jump(BPF_JEQ_K, libc::SYS_ioctl as u32, 0, block as u8));
-        p.push(stmt(BPF_LD_W_ABS, OFF_ARG1_LO));
-        for &req in ioctls {
-            p.push(jump(BPF_JEQ_K, req, 0, 1));
-            p.push(stmt(BPF_RET_K, allow));
+    for guard in guards {
+        // Each guard: the call's number (loaded again: an argument's
+        // check replaced it), its arguments, allow; any mismatch jumps
+        // past the allow to the next guard.
+        let k = guard.args.len();
+        p.push(stmt(BPF_LD_W_ABS, OFF_NR));
+        p.push(jump(BPF_JEQ_K, guard.call as u32, 0, (2 * k + 1) as u8));
+        for (i, &(arg, value)) in guard.args.iter().enumerate() {
+            p.push(stmt(BPF_LD_W_ABS, off_arg_lo(arg)));
+            p.push(jump(BPF_JEQ_K, value, 0, (2 * (k - 1 - i) + 1) as u8));
         }
-        p.push(stmt(BPF_RET_K, deny));
+        p.push(stmt(BPF_RET_K, allow));
     }
     p.push(stmt(BPF_RET_K, deny));
     p
@@ -404,16 +415,18 @@ pub fn seccomp_supported() -> bool {
 }
 
 /// Installs a seccomp filter on every thread of the process: `calls` are
-/// allowed, `ioctl` only with a request in `ioctls` (at most 100), every
-/// other call fails with `EPERM` without being run. Needs
+/// allowed, those `guards` name only with their arguments (each guard
+/// at most 100), every other call fails with `EPERM` without being run. Needs
 /// [`no_new_privs`] (or `CAP_SYS_ADMIN`). `Ok(false)` when the kernel or
 /// this architecture has no seccomp filtering.
-pub fn seccomp_allow_only(calls: &[libc::c_long], ioctls: &[u32]) -> io::Result<bool> {
+pub fn seccomp_allow_only(calls: &[libc::c_long], guards: &[Guard]) -> io::Result<bool> {
     let Some(arch) = audit_arch() else {
         return Ok(false);
     };
-    let ioctls = &ioctls[..ioctls.len().min(100)];
-    let filter = program(arch, calls, ioctls);
+    if guards.iter().any(|g| g.args.len() > 100) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    let filter = program(arch, calls, guards);
     let prog = libc::sock_fprog {
         len: filter.len() as u16,
         filter: filter.as_ptr() as *mut libc::sock_filter,
@@ -450,12 +463,38 @@ mod tests {
 
     #[test]
     fn program_shape() {
-        let p = program(0xC000_003E, &[1, 2, libc::SYS_ioctl], &[0x5421]);
-        // Architecture check, load, (x32 check), pairs, ioctl block, default.
+        let guards = [
+            Guard {
+                call: libc::SYS_ioctl,
+                args: &[(1, 0x5421)],
+            },
+            Guard {
+                call: libc::SYS_setsockopt,
+                args: &[(1, 6), (2, 1)],
+            },
+        ];
+        let p = program(0xC000_003E, &[1, 2], &guards);
+        // Architecture check, load, (x32 check), pairs, the guards (load,
+        // number, two per argument, allow), default.
         let x32 = if cfg!(target_arch = "x86_64") { 2 } else { 0 };
-        assert_eq!(p.len(), 4 + x32 + 2 * 2 + (1 + 1 + 2 + 1) + 1);
+        let start = 4 + x32 + 2 * 2;
+        assert_eq!(p.len(), start + (2 + 2 + 1) + (2 + 4 + 1) + 1);
         let last = p.last().unwrap();
         assert_eq!(last.k, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32);
+        // Every mismatch in a guard lands on the next guard's load.
+        let next = start + 5;
+        for (at, insn) in p.iter().enumerate().take(next).skip(start) {
+            if insn.code == BPF_JEQ_K {
+                assert_eq!(at + 1 + usize::from(insn.jf), next, "{at}");
+            }
+        }
+        for (at, insn) in p.iter().enumerate().skip(next).take(7) {
+            if insn.code == BPF_JEQ_K {
+                assert_eq!(at + 1 + usize::from(insn.jf), p.len() - 1, "{at}");
+            }
+        }
+        assert_eq!(p[next + 2].k, off_arg_lo(1));
+        assert_eq!(p[next + 4].k, off_arg_lo(2));
     }
 
     #[test]

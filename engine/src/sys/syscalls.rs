@@ -14,10 +14,12 @@
 //! a dead server.
 //!
 //! Not here on purpose: `execve`, `socket`, `bind`, `connect`, `ptrace`,
-//! `mount`, `ioctl` (allowed apart, with one request only, see [`IOCTLS`];
-//! which also closes the `TIOCSTI` terminal injection trick), and the process and credential
-//! calls. With `[[cgi]]` rules, programs start from a separate process
+//! `mount`, `ioctl` and `setsockopt` (allowed apart, each with one request
+//! or option only, see [`GUARDED`]; which also closes the `TIOCSTI`
+//! terminal injection trick), and the process and credential calls. With `[[cgi]]` rules, programs start from a separate process
 //! (`sys::launcher`) that has no filter, so the server keeps this one.
+
+use super::sandbox::Guard;
 
 /// Allowed system calls.
 pub const ALLOWED: &[libc::c_long] = &[
@@ -258,12 +260,27 @@ pub const ACME_CA: &[libc::c_long] = &[
     libc::SYS_setsockopt,
 ];
 
-/// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`
-/// (`TIOCOUTQ`'s number; on a terminal it too only reads a count), how
-/// much a socket's send queue holds (`sys::net::unsent`): asked when an
-/// idle connection's keep-alive time is up (a slow reader is not idle),
-/// and while a closing connection lingers (its answer still there).
-pub const IOCTLS: &[u32] = &[libc::TIOCOUTQ as u32];
+/// Calls allowed with these arguments only (added to [`ALLOWED`]).
+pub const GUARDED: &[Guard] = &[
+    // `ioctl` with `SIOCOUTQ` (`TIOCOUTQ`'s number; on a terminal it too
+    // only reads a count), and nothing else of `ioctl`: how much a
+    // socket's send queue holds (`sys::net::unsent`), asked when an idle
+    // connection's keep-alive time is up (a slow reader is not idle), and
+    // while a closing connection lingers (its answer still there).
+    Guard {
+        call: libc::SYS_ioctl,
+        args: &[(1, libc::TIOCOUTQ as u32)],
+    },
+    // `TCP_NODELAY` on the connections a worker makes to its upstreams
+    // (`handlers::proxy::dial`): with Nagle on, a request body or a
+    // tunnel's bytes written while the kernel waits for the upstream's
+    // ACK of the last write waited for its delayed ACK (40 ms a piece).
+    // (Accepted connections inherit it from their listener.)
+    Guard {
+        call: libc::SYS_setsockopt,
+        args: &[(1, libc::IPPROTO_TCP as u32), (2, libc::TCP_NODELAY as u32)],
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -679,7 +679,7 @@ impl Plan {
         if self.programs {
             return Ok(());
         }
-        match sandbox::seccomp_allow_only(&allowed, syscalls::IOCTLS) {
+        match sandbox::seccomp_allow_only(&allowed, syscalls::GUARDED) {
             Ok(true) => notes.push((
                 Level::Info,
                 format!(

@@ -408,6 +408,63 @@ fn the_roots_of_https_upstreams_are_readable_again_at_reload() {
         .all(|r| !r.what.contains("reverse_proxy")));
 }
 
+/// The connections a worker makes to its upstreams take `TCP_NODELAY`
+/// under the sandbox (with Nagle on, each piece of a streamed request
+/// body waited for the upstream's delayed ACK: 44 ms a request through
+/// the proxy against 5 ms straight); no other socket option can be set.
+#[cfg(feature = "upstreams")]
+#[test]
+fn upstream_connections_take_nodelay_and_no_other_option() {
+    let dir = temp_site("nodelay");
+    let out = in_child("process::confine::sandbox::tests::nodelay_child", &dir);
+    assert!(out.contains("nodelay child: all checks passed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child half of the test above; does nothing when run directly.
+#[cfg(feature = "upstreams")]
+#[test]
+fn nodelay_child() {
+    use crate::config::{ProxyRule, Upstream};
+    let Some(dir) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+        return;
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut cfg = Config::default();
+    cfg.site.root = dir.join("www");
+    cfg.site.reverse_proxy = vec![ProxyRule {
+        to: vec![Upstream::Tcp {
+            addr,
+            host: "127.0.0.1".into(),
+            also: [].into(),
+            reached: Default::default(),
+            tls: false,
+        }],
+        ..ProxyRule::default()
+    }];
+    let mut notes = Notes::new();
+    prepare(&cfg, None, false)
+        .and_then(|plan| plan.apply(&mut notes))
+        .unwrap();
+    eprintln!("{notes:?}");
+    if !notes
+        .iter()
+        .any(|(_, n)| n.starts_with("sandbox: seccomp on"))
+    {
+        crate::test_skip::skip("no seccomp filtering here");
+        eprintln!("nodelay child: all checks passed");
+        return;
+    }
+    // As a worker dials an upstream.
+    let sock = crate::handlers::proxy::dial::connect_tcp(addr).unwrap();
+    let sock = std::net::TcpStream::from(sock);
+    sock.set_nodelay(true)
+        .expect("TCP_NODELAY under the sandbox");
+    denied(sock.set_ttl(9), "IP_TTL");
+    eprintln!("nodelay child: all checks passed");
+}
+
 /// Bodies are held whole in `temp_dir` for a FastCGI script (a chunked
 /// one) and a `buffer_request` proxy rule as for CGI: the server may
 /// write there then, and only then.
