@@ -104,7 +104,7 @@ const FASTCGI_TO_HELP: &str =
 const MAX_SOCKET_PATH: usize = 107;
 
 /// Where a request is forwarded to: one entry of a rule's `to`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Eq)]
 pub enum Upstream {
     /// A TCP address (`http://host:port`, `https://host[:port]`, or for
     /// FastCGI `host:port`), its name resolved when the file loaded.
@@ -130,6 +130,42 @@ pub enum Upstream {
     /// A unix socket (`unix:/path`), absolute; it need not exist yet.
     /// (Shared: a request's answer, the pool and the log take copies.)
     Unix(std::sync::Arc<Path>),
+}
+
+impl PartialEq for Upstream {
+    /// The same address, scheme and host as written (which of a name's
+    /// addresses was reached last is no part of it). The worker's pool
+    /// compares a kept connection's upstream with a request's as it takes
+    /// and keeps connections: those of one configuration share their
+    /// host and addresses (`Arc`s), told apart with no walk through them.
+    fn eq(&self, other: &Upstream) -> bool {
+        use std::sync::Arc;
+        match (self, other) {
+            (
+                Upstream::Tcp {
+                    addr,
+                    also,
+                    host,
+                    tls,
+                    reached: _,
+                },
+                Upstream::Tcp {
+                    addr: addr2,
+                    also: also2,
+                    host: host2,
+                    tls: tls2,
+                    reached: _,
+                },
+            ) => {
+                addr == addr2
+                    && tls == tls2
+                    && (Arc::ptr_eq(host, host2) || host == host2)
+                    && (Arc::ptr_eq(also, also2) || also == also2)
+            }
+            (Upstream::Unix(a), Upstream::Unix(b)) => Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        }
+    }
 }
 
 /// Which of a name's addresses new connections try first (an index into
@@ -1109,6 +1145,42 @@ pub(super) fn fastcgi_warnings(config: &super::Config) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{fastcgi_upstream, proxy_upstream, resolve_with, Upstream, Written};
+
+    /// Two upstreams are the same by address, scheme and host as
+    /// written, whether they share their parts or not (a reload's are
+    /// new ones), and whichever address was reached last.
+    #[test]
+    fn upstreams_are_the_same_by_what_they_name() {
+        let tcp = |host: &str, also: &[&str], tls| Upstream::Tcp {
+            addr: "127.0.0.1:9001".parse().unwrap(),
+            also: also.iter().map(|a| a.parse().unwrap()).collect(),
+            reached: Default::default(),
+            host: host.into(),
+            tls,
+        };
+        let a = tcp("app.test", &["[::1]:9001"], false);
+        assert_eq!(a, a.clone());
+        assert_eq!(
+            a,
+            tcp("app.test", &["[::1]:9001"], false),
+            "parts not shared"
+        );
+        if let Upstream::Tcp { reached, .. } = &a {
+            reached.0.store(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        assert_eq!(
+            a,
+            tcp("app.test", &["[::1]:9001"], false),
+            "reached is learnt"
+        );
+        assert_ne!(a, tcp("app2.test", &["[::1]:9001"], false));
+        assert_ne!(a, tcp("app.test", &[], false));
+        assert_ne!(a, tcp("app.test", &["[::1]:9001"], true));
+        let unix = |p: &str| Upstream::Unix(std::path::Path::new(p).into());
+        assert_eq!(unix("/run/a.sock"), unix("/run/a.sock"));
+        assert_ne!(unix("/run/a.sock"), unix("/run/b.sock"));
+        assert_ne!(unix("/run/a.sock"), a);
+    }
 
     #[test]
     fn a_name_the_resolver_cannot_resolve_again_keeps_its_address() {

@@ -195,6 +195,11 @@ impl OwnedRequest {
         self.bytes.capacity() > 0
     }
 
+    /// Bytes its buffers hold room for (the head's and the path's).
+    pub fn buffer_bytes(&self) -> usize {
+        self.bytes.capacity() + self.path.capacity()
+    }
+
     /// Trades buffers (and what is in them) with `other`, and nothing
     /// else: a request done with gives them to the next without the
     /// rest of it being copied.

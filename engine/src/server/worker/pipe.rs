@@ -192,6 +192,7 @@ impl Worker {
             return Err(full);
         }
         let mut run = Run::new(body, r.hold(redirects)).rules_at_head();
+        self.pools.refill_held(r);
         // (Its exchange goes in the slot that is vacant now: its pipes'
         // tokens name it.)
         if let Err(e) = self.watch(&mut run, self.exchanges.vacant()) {

@@ -10,6 +10,16 @@ use std::time::Instant;
 
 use super::{OUT_KEEP, READ_BUF, SPARES};
 
+/// Most buffers a pool keeps of those each answer under way holds (a
+/// held request's, an HTTP/1.1 produced answer's state): as many as
+/// answers run at once, as a rule. With one kept, fifty clients at once
+/// made each request grow new request buffers and a new box.
+const UNDER_WAY: usize = 64;
+
+/// Largest request buffers kept among them (a request with a long head
+/// grew them): at most 1 MiB kept until the worker rests.
+const HELD_BYTES: usize = 16 * 1024;
+
 /// Size of the sockets' read buffer (one a worker): with WebDAV, 256 KiB,
 /// so that a PUT's body comes in reads of up to 256 KiB and goes to its
 /// file in writes of as much (a PUT of 1 MiB: 5 reads and 6 writes rather
@@ -106,9 +116,13 @@ pub(super) struct Pools {
     /// Buffers for HTTP/2 heads.
     #[cfg(feature = "http2")]
     pub(super) h2_scratch: crate::server::h2::Scratch,
-    /// The box of the last HTTP/1.1 produced answer's state, for the
+    /// The boxes of HTTP/1.1 produced answers' state that ended, for the
     /// next ([`Pools::boxed_producing`]).
-    producing: Option<Box<crate::server::h1::sink::Producing>>,
+    #[allow(clippy::vec_box, reason = "the boxes are what is kept, handed out again")]
+    producing: Vec<Box<crate::server::h1::sink::Producing>>,
+    /// Buffers of held requests that were logged while the request
+    /// buffers at hand had their own ([`Pools::take_back_held`]).
+    held: Vec<OwnedRequest>,
 }
 
 impl Pools {
@@ -124,7 +138,8 @@ impl Pools {
             h2_spares: Vec::new(),
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
-            producing: None,
+            producing: Vec::new(),
+            held: Vec::new(),
         }
     }
 
@@ -133,7 +148,7 @@ impl Pools {
         &mut self,
         p: crate::server::h1::sink::Producing,
     ) -> Box<crate::server::h1::sink::Producing> {
-        match self.producing.take() {
+        match self.producing.pop() {
             Some(mut spare) => {
                 *spare = p;
                 spare
@@ -145,7 +160,9 @@ impl Pools {
     /// Keeps the box of an HTTP/1.1 produced answer that ended, for the
     /// next.
     pub(super) fn take_back_producing(&mut self, p: Box<crate::server::h1::sink::Producing>) {
-        self.producing = Some(p);
+        if self.producing.len() < UNDER_WAY {
+            self.producing.push(p);
+        }
     }
 
     /// The buffers for a request (whose first byte arrived `now`, unless
@@ -166,6 +183,24 @@ impl Pools {
         }
     }
 
+    /// Once request `r` is held ([`Request::hold`], which took its
+    /// buffers), gives it those of a request held and logged before, if
+    /// any are kept: the next request parses into them.
+    #[inline]
+    pub(super) fn refill_held(&mut self, r: &mut Request) {
+        if !self.held.is_empty() && !r.req.has_buffers() {
+            self.held_buffers(r);
+        }
+    }
+
+    /// [`Pools::refill_held`]'s work, out of line.
+    #[inline(never)]
+    fn held_buffers(&mut self, r: &mut Request) {
+        if let Some(mut spare) = self.held.pop() {
+            r.req.swap_buffers(&mut spare);
+        }
+    }
+
     /// Takes back the buffers lent for a request.
     #[inline]
     pub(super) fn take_back_request(&mut self, r: Box<Request>) {
@@ -176,11 +211,21 @@ impl Pools {
     /// it answered and which is logged now, if the request buffers at
     /// hand have none (they were taken when it was held): the next
     /// request parses into them instead of growing new ones.
+    /// Else they are kept for a request whose buffers were taken so.
     pub(super) fn take_back_held(&mut self, held: &mut Held) {
-        if let Some(r) = self.request.as_mut() {
-            if !r.req.has_buffers() {
-                r.req.swap_buffers(&mut held.req);
-            }
+        match self.request.as_mut() {
+            Some(r) if !r.req.has_buffers() => r.req.swap_buffers(&mut held.req),
+            _ => self.keep_held(held),
+        }
+    }
+
+    /// Keeps the buffers of request `held` for a later request, up to the
+    /// bounds (out of line, as [`Pools::held_buffers`]).
+    #[inline(never)]
+    fn keep_held(&mut self, held: &mut Held) {
+        let req = &mut held.req;
+        if req.has_buffers() && req.buffer_bytes() <= HELD_BYTES && self.held.len() < UNDER_WAY {
+            self.held.push(std::mem::take(req));
         }
     }
 
@@ -243,6 +288,8 @@ impl Pools {
     /// the next request grows them again.
     pub(super) fn free_spares(&mut self) {
         self.request = None;
+        self.producing = Vec::new();
+        self.held = Vec::new();
         self.outs = Vec::new();
         self.bufs = Vec::new();
         #[cfg(feature = "http2")]
@@ -359,6 +406,63 @@ mod tests {
         assert_eq!(&*r as *const Request, at);
         assert!(r.scratch.headers.capacity() >= 4096);
         assert_eq!(r.start, t1);
+    }
+
+    /// Requests held at once (answers under way on many connections):
+    /// each one's buffers, once it is logged, go to a later request
+    /// rather than to the allocator, up to the bound, and none is kept
+    /// once the worker rests.
+    #[test]
+    fn buffers_of_requests_held_at_once_serve_the_next_ones() {
+        let limits = crate::http::parse::Limits {
+            max_request_line: 64 * 1024,
+            max_head: 64 * 1024,
+            max_headers: 100,
+        };
+        let mut pools = Pools::new();
+        let t0 = Instant::now();
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let mut r = pools.lend_request(t0);
+            let head = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n";
+            assert!(r.req.parse(head, &limits).unwrap().is_some());
+            held.push(r.hold(0));
+            pools.refill_held(&mut r);
+            pools.take_back_request(r);
+        }
+        // (The last request's buffers went with it: those at hand are
+        // new and empty until the first held one is logged.)
+        for h in &mut held {
+            pools.take_back_held(h);
+        }
+        assert_eq!(pools.held.len(), 2, "one went to the buffers at hand");
+        for _ in 0..3 {
+            let mut r = pools.lend_request(t0);
+            assert!(r.req.has_buffers());
+            let _ = r.hold(0);
+            pools.refill_held(&mut r);
+            pools.take_back_request(r);
+        }
+        assert!(pools.held.is_empty());
+        // A long head's buffers are not kept.
+        let mut r = pools.lend_request(t0);
+        let long = format!(
+            "GET /{} HTTP/1.1\r\nHost: a\r\n\r\n",
+            "a".repeat(HELD_BYTES)
+        );
+        assert!(r.req.parse(long.as_bytes(), &limits).unwrap().is_some());
+        let mut long_held = r.hold(0);
+        pools.refill_held(&mut r);
+        pools.take_back_request(r);
+        let mut r = pools.lend_request(t0);
+        let short = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        assert!(r.req.parse(short, &limits).unwrap().is_some());
+        pools.take_back_request(r);
+        pools.take_back_held(&mut long_held);
+        assert!(pools.held.is_empty());
+        held.truncate(0);
+        pools.free_spares();
+        assert!(pools.held.is_empty() && pools.producing.is_empty());
     }
 
     #[test]

@@ -97,6 +97,7 @@ impl Worker {
         redirects: u8,
     ) {
         let run = Run::new(producer, r.hold(redirects));
+        self.pools.refill_held(r);
         self.start_run(c, stream, run, None, false, &r.scratch.path);
     }
 

@@ -109,6 +109,7 @@ impl Worker {
                 held: r.hold(redirects),
             }),
         };
+        self.pools.refill_held(r);
         let ex = self.exchange(c, stream, wait);
         self.hold_at(c, r, stream, ex, decoder)
     }
@@ -179,6 +180,7 @@ impl Worker {
             s.turn_held += credit;
         }
         let mut w = AuthWait::new(r.hold(redirects), true);
+        self.pools.refill_held(r);
         w.paid = credit as usize;
         let ex = self.exchange(c, Some(stream), Wait::Check(w));
         self.hold_at(c, r, Some(stream), ex, &mut None);
@@ -244,6 +246,7 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
         let wait = Wait::Check(AuthWait::new(r.hold(redirects), false));
+        self.pools.refill_held(r);
         // (Its outcome comes back with the exchange's id.)
         let ex = self.exchange(c, stream, wait);
         self.wakeups.submit_check(ex, check);
