@@ -118,7 +118,10 @@ pub(super) struct Pools {
     pub(super) h2_scratch: crate::server::h2::Scratch,
     /// The boxes of HTTP/1.1 produced answers' state that ended, for the
     /// next ([`Pools::boxed_producing`]).
-    #[allow(clippy::vec_box, reason = "the boxes are what is kept, handed out again")]
+    #[allow(
+        clippy::vec_box,
+        reason = "the boxes are what is kept, handed out again"
+    )]
     producing: Vec<Box<crate::server::h1::sink::Producing>>,
     /// Buffers of held requests that were logged while the request
     /// buffers at hand had their own ([`Pools::take_back_held`]).
