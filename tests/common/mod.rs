@@ -116,6 +116,23 @@ impl Drop for TempDir {
             }
         }
         unlock(&self.path);
+        if fs::remove_dir_all(&self.path).is_ok() || !self.path.exists() {
+            return;
+        }
+        // A filesystem a test mounted beneath (tmpfs, FUSE) whose guard
+        // drops after the server that held this directory: unmounted
+        // here, deepest first, or the directory would stay behind.
+        let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mut beneath: Vec<&str> = (info.lines())
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|m| Path::new(m).starts_with(&self.path))
+            .collect();
+        beneath.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for m in beneath {
+            let _ = std::process::Command::new("umount")
+                .args(["-l", m])
+                .status();
+        }
         let _ = fs::remove_dir_all(&self.path);
     }
 }

@@ -321,11 +321,16 @@ mod tests {
         url: String,
         asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
         stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        /// The storages of the managers in front of it, removed with it.
+        storages: std::cell::RefCell<Vec<std::path::PathBuf>>,
     }
 
     impl Drop for FakeCa {
         fn drop(&mut self) {
             self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for dir in self.storages.take() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
         }
     }
 
@@ -357,6 +362,7 @@ mod tests {
             url: format!("{base}/dir"),
             asked,
             stop,
+            storages: Default::default(),
         }
     }
 
@@ -368,6 +374,7 @@ mod tests {
         let storage =
             std::env::temp_dir().join(format!("brisk-acme-ari-{}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&storage);
+        ca.storages.borrow_mut().push(storage.clone());
         let testdata = crate::source_dir().join("engine/src/tls/testdata");
         let read = |f: &str| std::fs::read_to_string(testdata.join(f)).unwrap();
         Store::open(&storage, &ca.url)

@@ -56,11 +56,17 @@ pub struct FakeCa {
     /// account binding (`meta.externalAccountRequired`).
     pub eab_required: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
+    /// The storages of the managers a test put in front of it, removed
+    /// with it.
+    pub storages: std::cell::RefCell<Vec<std::path::PathBuf>>,
 }
 
 impl Drop for FakeCa {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        for dir in self.storages.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -372,5 +378,6 @@ pub fn start(mode: Mode) -> FakeCa {
         alpn_fails: alpn_fails_,
         eab_required: eab_required_,
         stop,
+        storages: Default::default(),
     }
 }

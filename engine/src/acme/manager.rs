@@ -1167,6 +1167,7 @@ mod tests {
         let storage =
             std::env::temp_dir().join(format!("brisk-acme-mgr-{}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&storage);
+        ca.storages.borrow_mut().push(storage.clone());
         let settings = Settings {
             directory: ca.url.clone(),
             email: None,
