@@ -391,7 +391,10 @@ fn the_container_runs_as_65534_from_an_empty_root() {
         .local_addr()
         .unwrap()
         .port();
-    let err = root.path.join("..").join(format!("container-{port}.err"));
+    // (Its error log outside the root, which is the container's whole
+    // file system, in a directory of its own that goes with the test.)
+    let logs = TempDir::new("container-log");
+    let err = logs.path.join(format!("container-{port}.err"));
     let mut child = KillOnDrop(
         Command::new("chroot")
             .arg("--userspec=65534:65534")
