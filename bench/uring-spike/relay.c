@@ -15,37 +15,16 @@
    Usage: relay PORT UPSTREAM_PORT (both on 127.0.0.1) */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <errno.h>
-#include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdatomic.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define ENTRIES 4096
 #define NBUF 2048 /* provided buffers, a power of two */
 #define BUFSZ 16384
+#include "ring.h"
+
 #define MAXFD 16384
-
-static struct {
-  int fd;
-  unsigned *sq_head, *sq_tail, *sq_mask, *sq_array;
-  unsigned *cq_head, *cq_tail, *cq_mask;
-  struct io_uring_sqe *sqes;
-  struct io_uring_cqe *cqes;
-  unsigned sq_local_tail, to_submit;
-} R;
-
-static struct io_uring_buf_ring *br;
-static char *bufs;
-static unsigned short br_tail;
 
 /* Per socket: its peer, its generation (completions of a closed socket's number are told
    from those of the next socket given that number), whether it waits for buffers, and the
@@ -66,26 +45,6 @@ enum { T_ACCEPT = 1, T_RECV, T_SEND, T_CLOSE };
 #define UD(t, fd, bid) (((uint64_t)(t) << 56) | ((uint64_t)(S[fd].gen & 0xffff) << 40) | \
                         ((uint64_t)(bid) << 24) | (uint32_t)(fd))
 
-static int sys_enter(unsigned sub, unsigned minc, unsigned flags) {
-  return syscall(__NR_io_uring_enter, R.fd, sub, minc, flags, NULL, 0);
-}
-
-static struct io_uring_sqe *sqe_get(void) {
-  unsigned head = atomic_load_explicit((_Atomic unsigned *)R.sq_head, memory_order_acquire);
-  if (R.sq_local_tail - head >= ENTRIES) { /* full: submit what we have */
-    atomic_store_explicit((_Atomic unsigned *)R.sq_tail, R.sq_local_tail, memory_order_release);
-    sys_enter(R.to_submit, 0, 0);
-    R.to_submit = 0;
-  }
-  unsigned idx = R.sq_local_tail & *R.sq_mask;
-  struct io_uring_sqe *s = &R.sqes[idx];
-  memset(s, 0, sizeof *s);
-  R.sq_array[idx] = idx;
-  R.sq_local_tail++;
-  R.to_submit++;
-  return s;
-}
-
 static void prep_recv(int fd) {
   struct io_uring_sqe *s = sqe_get();
   s->opcode = IORING_OP_RECV;
@@ -105,15 +64,6 @@ static void prep_send(int fd) {
   s->len = len_of[k->first] - k->sent;
   s->msg_flags = MSG_NOSIGNAL;
   s->user_data = UD(T_SEND, fd, k->first);
-}
-
-static void buf_return(unsigned bid) {
-  struct io_uring_buf *b = &br->bufs[br_tail & (NBUF - 1)];
-  b->addr = (uint64_t)(uintptr_t)(bufs + (size_t)bid * BUFSZ);
-  b->len = BUFSZ;
-  b->bid = bid;
-  br_tail++;
-  atomic_store_explicit((_Atomic unsigned short *)&br->tail, br_tail, memory_order_release);
 }
 
 /* Buffers came back: the sockets that ran dry receive again. */
@@ -180,33 +130,7 @@ int main(int argc, char **argv) {
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(ls, (void *)&me, sizeof me) || listen(ls, 4096)) { perror("bind"); return 1; }
 
-  struct io_uring_params p = {0};
-  p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
-  p.cq_entries = ENTRIES * 4;
-  R.fd = syscall(__NR_io_uring_setup, ENTRIES, &p);
-  if (R.fd < 0) { perror("io_uring_setup"); return 1; }
-  size_t sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-  size_t cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-  if (cq_sz > sq_sz) sq_sz = cq_sz; /* IORING_FEAT_SINGLE_MMAP: one map for both rings */
-  char *sq = mmap(0, sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, R.fd, IORING_OFF_SQ_RING);
-  R.sqes = mmap(0, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_POPULATE, R.fd, IORING_OFF_SQES);
-  if (sq == MAP_FAILED || R.sqes == MAP_FAILED) { perror("mmap"); return 1; }
-  R.sq_head = (unsigned *)(sq + p.sq_off.head); R.sq_tail = (unsigned *)(sq + p.sq_off.tail);
-  R.sq_mask = (unsigned *)(sq + p.sq_off.ring_mask); R.sq_array = (unsigned *)(sq + p.sq_off.array);
-  R.cq_head = (unsigned *)(sq + p.cq_off.head); R.cq_tail = (unsigned *)(sq + p.cq_off.tail);
-  R.cq_mask = (unsigned *)(sq + p.cq_off.ring_mask);
-  R.cqes = (struct io_uring_cqe *)(sq + p.cq_off.cqes);
-  R.sq_local_tail = *R.sq_tail;
-
-  br = mmap(0, NBUF * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  bufs = malloc((size_t)NBUF * BUFSZ);
-  struct io_uring_buf_reg reg = {.ring_addr = (uint64_t)(uintptr_t)br, .ring_entries = NBUF, .bgid = 0};
-  if (syscall(__NR_io_uring_register, R.fd, IORING_REGISTER_PBUF_RING, &reg, 1) < 0) {
-    perror("register pbuf ring");
-    return 1;
-  }
-  for (unsigned i = 0; i < NBUF; i++) buf_return(i);
+  ring_setup();
 
   struct io_uring_sqe *a = sqe_get();
   a->opcode = IORING_OP_ACCEPT;
@@ -214,10 +138,7 @@ int main(int argc, char **argv) {
   a->ioprio = IORING_ACCEPT_MULTISHOT;
   a->user_data = (uint64_t)T_ACCEPT << 56;
   for (;;) {
-    atomic_store_explicit((_Atomic unsigned *)R.sq_tail, R.sq_local_tail, memory_order_release);
-    int r = sys_enter(R.to_submit, 1, IORING_ENTER_GETEVENTS);
-    if (r < 0 && errno != EINTR && errno != EBUSY) { perror("io_uring_enter"); return 1; }
-    R.to_submit = 0;
+    submit_and_wait();
     unsigned head = *R.cq_head;
     unsigned tail = atomic_load_explicit((_Atomic unsigned *)R.cq_tail, memory_order_acquire);
     for (; head != tail; head++) {

@@ -21,39 +21,19 @@
    Usage: uring [PORT] [direct|plain]            (default 8091 plain)
 */
 #define _GNU_SOURCE
-#include <linux/io_uring.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
-#include <stdatomic.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <errno.h>
 
 #define ENTRIES 4096
 #define NBUF 1024          /* provided buffers, a power of two */
 #define BUFSZ 4096
+#include "ring.h"
+
 #define MAXCONN 16384
 
-static struct {
-  int fd;
-  unsigned *sq_head, *sq_tail, *sq_mask, *sq_array;
-  unsigned *cq_head, *cq_tail, *cq_mask;
-  struct io_uring_sqe *sqes;
-  struct io_uring_cqe *cqes;
-  unsigned sq_local_tail, to_submit;
-} R;
-
-static struct io_uring_buf_ring *br;
-static char *bufs;
-static unsigned short br_tail;
 static char resp[2048]; static int resp_len;
 static char out[65536 * 2];
 static int direct;
@@ -63,32 +43,6 @@ static struct { int pending, off, queued, closing; } conn[MAXCONN];
 
 enum { T_ACCEPT = 1, T_RECV = 2, T_SEND = 3, T_CLOSE = 4 };
 #define UD(t, fd) (((uint64_t)(t) << 32) | (uint32_t)(fd))
-
-static int sys_setup(unsigned n, struct io_uring_params *p) { return syscall(__NR_io_uring_setup, n, p); }
-/* The ring's own descriptor registered with itself (IORING_REGISTER_RING_FDS, 5.18): each
-   io_uring_enter then names it by index and skips the file-table lookup. */
-static int ring_index = -1;
-static int sys_enter(int fd, unsigned sub, unsigned minc, unsigned flags) {
-  if (ring_index >= 0) { fd = ring_index; flags |= IORING_ENTER_REGISTERED_RING; }
-  return syscall(__NR_io_uring_enter, fd, sub, minc, flags, NULL, 0);
-}
-static int sys_register(int fd, unsigned op, void *arg, unsigned n) { return syscall(__NR_io_uring_register, fd, op, arg, n); }
-
-static struct io_uring_sqe *sqe_get(void) {
-  unsigned head = atomic_load_explicit((_Atomic unsigned *)R.sq_head, memory_order_acquire);
-  if (R.sq_local_tail - head >= ENTRIES) {  /* full: submit what we have */
-    atomic_store_explicit((_Atomic unsigned *)R.sq_tail, R.sq_local_tail, memory_order_release);
-    sys_enter(R.fd, R.to_submit, 0, 0);
-    R.to_submit = 0;
-  }
-  unsigned idx = R.sq_local_tail & *R.sq_mask;
-  struct io_uring_sqe *s = &R.sqes[idx];
-  memset(s, 0, sizeof *s);
-  R.sq_array[idx] = idx;
-  R.sq_local_tail++;
-  R.to_submit++;
-  return s;
-}
 
 static void prep_recv(int fd) {
   struct io_uring_sqe *s = sqe_get();
@@ -128,15 +82,6 @@ static void prep_accept(int ls) {
   s->user_data = UD(T_ACCEPT, ls);
 }
 
-static void buf_return(unsigned bid) {
-  struct io_uring_buf *b = &br->bufs[br_tail & (NBUF - 1)];
-  b->addr = (uint64_t)(uintptr_t)(bufs + (size_t)bid * BUFSZ);
-  b->len = BUFSZ;
-  b->bid = bid;
-  br_tail++;
-  atomic_store_explicit((_Atomic unsigned short *)&br->tail, br_tail, memory_order_release);
-}
-
 int main(int argc, char **argv) {
   int port = argc > 1 ? atoi(argv[1]) : 8091;
   direct = argc > 2 && !strcmp(argv[2], "direct");
@@ -151,46 +96,21 @@ int main(int argc, char **argv) {
   inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
   if (bind(ls, (void *)&a, sizeof a) || listen(ls, 4096)) { perror("bind"); return 1; }
 
-  struct io_uring_params p = {0};
-  p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
-  p.cq_entries = ENTRIES * 4;
-  R.fd = sys_setup(ENTRIES, &p);
-  if (R.fd < 0) { perror("io_uring_setup"); return 1; }
-  size_t sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-  size_t cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-  if (cq_sz > sq_sz) sq_sz = cq_sz;  /* IORING_FEAT_SINGLE_MMAP: one map for both rings */
-  char *sq = mmap(0, sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, R.fd, IORING_OFF_SQ_RING);
-  R.sqes = mmap(0, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_POPULATE, R.fd, IORING_OFF_SQES);
-  if (sq == MAP_FAILED || R.sqes == MAP_FAILED) { perror("mmap"); return 1; }
-  R.sq_head = (unsigned *)(sq + p.sq_off.head); R.sq_tail = (unsigned *)(sq + p.sq_off.tail);
-  R.sq_mask = (unsigned *)(sq + p.sq_off.ring_mask); R.sq_array = (unsigned *)(sq + p.sq_off.array);
-  R.cq_head = (unsigned *)(sq + p.cq_off.head); R.cq_tail = (unsigned *)(sq + p.cq_off.tail);
-  R.cq_mask = (unsigned *)(sq + p.cq_off.ring_mask);
-  R.cqes = (struct io_uring_cqe *)(sq + p.cq_off.cqes);
-  R.sq_local_tail = *R.sq_tail;
+  ring_setup();
 
   if (direct) {
     struct io_uring_rsrc_update up = {.offset = -1U, .data = (uint64_t)R.fd};
-    if (sys_register(R.fd, IORING_REGISTER_RING_FDS, &up, 1) == 1) ring_index = up.offset;
+    if (sys_register(IORING_REGISTER_RING_FDS, &up, 1) == 1) ring_index = up.offset;
   }
   if (direct) {  /* the table's slots count against RLIMIT_NOFILE */
     struct rlimit rl; getrlimit(RLIMIT_NOFILE, &rl); rl.rlim_cur = rl.rlim_max; setrlimit(RLIMIT_NOFILE, &rl);
     struct io_uring_rsrc_register rr = {.nr = MAXCONN - 1, .flags = IORING_RSRC_REGISTER_SPARSE};
-    if (sys_register(R.fd, IORING_REGISTER_FILES2, &rr, sizeof rr) < 0) { perror("register files"); return 1; }
+    if (sys_register(IORING_REGISTER_FILES2, &rr, sizeof rr) < 0) { perror("register files"); return 1; }
   }
-  br = mmap(0, NBUF * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  bufs = malloc((size_t)NBUF * BUFSZ);
-  struct io_uring_buf_reg reg = {.ring_addr = (uint64_t)(uintptr_t)br, .ring_entries = NBUF, .bgid = 0};
-  if (sys_register(R.fd, IORING_REGISTER_PBUF_RING, &reg, 1) < 0) { perror("register pbuf ring"); return 1; }
-  for (unsigned i = 0; i < NBUF; i++) buf_return(i);
 
   prep_accept(ls);
   for (;;) {
-    atomic_store_explicit((_Atomic unsigned *)R.sq_tail, R.sq_local_tail, memory_order_release);
-    int r = sys_enter(R.fd, R.to_submit, 1, IORING_ENTER_GETEVENTS);
-    if (r < 0 && errno != EINTR && errno != EBUSY) { perror("io_uring_enter"); return 1; }
-    R.to_submit = 0;
+    submit_and_wait();
     unsigned head = *R.cq_head;
     unsigned tail = atomic_load_explicit((_Atomic unsigned *)R.cq_tail, memory_order_acquire);
     for (; head != tail; head++) {
