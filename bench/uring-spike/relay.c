@@ -139,10 +139,8 @@ int main(int argc, char **argv) {
   a->user_data = (uint64_t)T_ACCEPT << 56;
   for (;;) {
     submit_and_wait();
-    unsigned head = *R.cq_head;
-    unsigned tail = atomic_load_explicit((_Atomic unsigned *)R.cq_tail, memory_order_acquire);
-    for (; head != tail; head++) {
-      struct io_uring_cqe *c = &R.cqes[head & *R.cq_mask];
+    struct io_uring_cqe cqe, *c = &cqe;
+    while (next_cqe(&cqe)) {
       int t = c->user_data >> 56, gen = (c->user_data >> 40) & 0xffff, fd = c->user_data & 0xffffff;
       unsigned sent_bid = (c->user_data >> 24) & 0xffff;
       int res = c->res;
@@ -206,6 +204,5 @@ int main(int argc, char **argv) {
         feed_starved();
       }
     }
-    atomic_store_explicit((_Atomic unsigned *)R.cq_head, head, memory_order_release);
   }
 }

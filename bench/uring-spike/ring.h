@@ -101,3 +101,13 @@ static void submit_and_wait(void) {
   if (r < 0 && errno != EINTR && errno != EBUSY) { perror("io_uring_enter"); exit(1); }
   R.to_submit = 0;
 }
+
+/* The next completion, copied out (its slot is given back to the kernel at once); 0 once every
+   completion there is has been taken. */
+static int next_cqe(struct io_uring_cqe *out) {
+  unsigned head = *R.cq_head;
+  if (head == atomic_load_explicit((_Atomic unsigned *)R.cq_tail, memory_order_acquire)) return 0;
+  *out = R.cqes[head & *R.cq_mask];
+  atomic_store_explicit((_Atomic unsigned *)R.cq_head, head + 1, memory_order_release);
+  return 1;
+}

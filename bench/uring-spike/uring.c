@@ -111,10 +111,8 @@ int main(int argc, char **argv) {
   prep_accept(ls);
   for (;;) {
     submit_and_wait();
-    unsigned head = *R.cq_head;
-    unsigned tail = atomic_load_explicit((_Atomic unsigned *)R.cq_tail, memory_order_acquire);
-    for (; head != tail; head++) {
-      struct io_uring_cqe *c = &R.cqes[head & *R.cq_mask];
+    struct io_uring_cqe cqe, *c = &cqe;
+    while (next_cqe(&cqe)) {
       int t = c->user_data >> 32, fd = (int)(uint32_t)c->user_data, res = c->res;
       unsigned flags = c->flags;
       switch (t) {
@@ -158,6 +156,5 @@ int main(int argc, char **argv) {
         break;
       }
     }
-    atomic_store_explicit((_Atomic unsigned *)R.cq_head, head, memory_order_release);
   }
 }
