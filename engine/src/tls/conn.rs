@@ -159,9 +159,9 @@ pub struct TlsConn {
     peer_closed: bool,
     /// An error ended the connection: rustls is not called again.
     failed: bool,
-    /// During the handshake: the bytes at the front of the input that
-    /// rustls has read but not discarded (the start of a handshake
-    /// message in records of its own), which it must see again, whole,
+    /// During the handshake: the bytes at the front of the input, whole
+    /// records, that rustls has read but not discarded (the start of a
+    /// handshake message in records of its own), which it must see again
     /// at the next call ([`drive`]).
     fed: u32,
     /// During the handshake: the bytes of rejected 0-RTT records skipped
@@ -524,17 +524,22 @@ fn drive(
     early: &mut u16,
 ) -> Result<bool, rustls::Error> {
     let mut peer_closed = false;
-    // The bytes of `incoming` rustls may see: whole records (and the start
-    // of one still arriving), from the front. What it has read but not
-    // discarded (a handshake message still incomplete) stays in front,
-    // and it goes on from where it was: it must see at least that much
-    // again (it would index past a shorter slice).
+    // The bytes of `incoming` rustls may see (`seen`): whole records (and
+    // the start of one still arriving), from the front. What it has read
+    // but not discarded (a handshake message still incomplete) stays in
+    // front, and it goes on from where it was: it must see at least that
+    // much again (it would index past a shorter slice). `whole` is where
+    // the whole records shown end: the start of the record still
+    // arriving, if one was shown. Only it is a record's start past the
+    // front: rustls joins the pieces of a handshake message in place,
+    // over the headers of the records that carried them.
     let mut seen = (*fed as usize).min(incoming.len());
+    let mut whole = seen;
     // Each turn consumes input or produces output; the bound is only a
     // guard (a flight plus its records is far fewer turns).
     for _ in 0..MAX_STEPS + incoming.len() / 5 {
         if seen == 0 && conn.is_handshaking() {
-            seen = next_record(conn, incoming, 0, out)?;
+            (seen, whole) = next_record(conn, incoming, 0, out)?;
         }
         let mut blocked = false;
         let UnbufferedStatus { mut discard, state } =
@@ -546,11 +551,20 @@ fn drive(
                 return Err(e);
             }
         };
+        // (An error after some records were read: those are discarded
+        // first, as rustls counts on for the alert, [`flush_alert`].)
+        let mut failed = Ok(());
         let more = match state {
             // Application data that came with the client's Finished.
             ConnectionState::ReadTraffic(mut traffic) => {
                 while let Some(record) = traffic.next_record() {
-                    let record = record?;
+                    let record = match record {
+                        Ok(record) => record,
+                        Err(e) => {
+                            failed = Err(e);
+                            break;
+                        }
+                    };
                     discard += record.discard;
                     plaintext.extend_from_slice(record.payload);
                     got.plaintext += record.payload.len();
@@ -558,7 +572,7 @@ fn drive(
                 true
             }
             ConnectionState::EncodeTlsData(mut encode) => {
-                encode_into(out, |buf| encode.encode(buf).map_err(encode_size))?;
+                failed = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
                 true
             }
             // What was encoded is in `out`, which the caller writes
@@ -585,7 +599,9 @@ fn drive(
             _ => false,
         };
         drain(incoming, discard);
+        failed?;
         seen -= discard.min(seen);
+        whole -= discard.min(whole);
         let skipped = skipped_early_data(conn, &incoming[..seen]);
         if skipped {
             // Gone past for good: shown again, rustls would try it again
@@ -598,16 +614,18 @@ fn drive(
                 return Err(rustls::Error::DecryptError);
             }
             drain(incoming, seen);
-            seen = 0;
+            (seen, whole) = (0, 0);
         }
         if (blocked || skipped) && conn.is_handshaking() && seen < incoming.len() {
             // (From the start of the record rustls saw part of, when it
             // had not fully arrived then: that record, whole.)
-            seen = next_record(conn, incoming, record_start(incoming, seen), out)?;
+            (seen, whole) = next_record(conn, incoming, whole, out)?;
             continue;
         }
         if !more {
-            *fed = u32::try_from(seen).unwrap_or(u32::MAX);
+            // (Shown again from there: rustls read no record that had
+            // not fully arrived.)
+            *fed = u32::try_from(whole).unwrap_or(u32::MAX);
             return Ok(peer_closed);
         }
     }
@@ -651,56 +669,41 @@ fn skipped_early_data(conn: &UnbufferedServerConnection, kept: &[u8]) -> bool {
 /// Largest fragment of a record in plaintext (RFC 8446 §5.1).
 const MAX_PLAINTEXT: usize = 1 << 14;
 
-/// [`record_end`] for the record rustls is to see next, refused if it is
-/// a plaintext record over 2^14 bytes while nothing is encrypted yet (a
-/// ClientHello in one record too large, which rustls takes): the
-/// connection ends with a record_overflow alert, in plaintext, as §5.1
-/// requires. (Once a version is chosen, rustls checks its records
-/// itself, and only it has the keys an alert would need.)
+/// The record that starts `from` bytes into `incoming`, which rustls is
+/// to see next: where the bytes to show it end, and where the whole
+/// records among them end (`from` while that record has not fully
+/// arrived; its header says how long it is, RFC 8446 §5.1).
+///
+/// A plaintext record over 2^14 bytes while nothing is encrypted yet (a
+/// ClientHello in one record too large, which rustls takes) is refused:
+/// the connection ends with a record_overflow alert, in plaintext, as
+/// §5.1 requires, and `incoming` keeps only what rustls read before it
+/// (which it must be shown again for its alert, [`flush_alert`]). (Once
+/// a version is chosen, rustls checks its records itself, and only it
+/// has the keys an alert would need.)
 fn next_record(
     conn: &UnbufferedServerConnection,
     incoming: &mut Vec<u8>,
     from: usize,
     out: &mut Vec<u8>,
-) -> Result<usize, rustls::Error> {
+) -> Result<(usize, usize), rustls::Error> {
     const APPLICATION_DATA: u8 = 23;
-    if let Some(&[kind, _, _, hi, lo]) = incoming.get(from..from + 5) {
-        let len = usize::from(u16::from_be_bytes([hi, lo]));
-        if kind != APPLICATION_DATA && len > MAX_PLAINTEXT && conn.protocol_version().is_none() {
-            incoming.clear();
-            plaintext_alert(rustls::AlertDescription::RecordOverflow, out);
-            return Err(rustls::Error::InvalidMessage(
-                rustls::InvalidMessage::MessageTooLarge,
-            ));
-        }
+    let Some(&[kind, _, _, hi, lo]) = incoming.get(from..from + 5) else {
+        return Ok((incoming.len(), from));
+    };
+    let len = usize::from(u16::from_be_bytes([hi, lo]));
+    if kind != APPLICATION_DATA && len > MAX_PLAINTEXT && conn.protocol_version().is_none() {
+        incoming.truncate(from);
+        plaintext_alert(rustls::AlertDescription::RecordOverflow, out);
+        return Err(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::MessageTooLarge,
+        ));
     }
-    Ok(record_end(incoming, from))
-}
-
-/// Where the record that `at` falls in starts (`at` itself at a
-/// record's start), by the records' headers from the front of
-/// `incoming`, which is always a record's start.
-fn record_start(incoming: &[u8], at: usize) -> usize {
-    let mut start = 0;
-    loop {
-        let end = record_end(incoming, start);
-        if end > at || end == start {
-            return start;
-        }
-        start = end;
-    }
-}
-
-/// Where the record that starts `from` bytes into `incoming` ends (its
-/// header says, RFC 8446 §5.1), or the end of `incoming` if it has not
-/// fully arrived.
-fn record_end(incoming: &[u8], from: usize) -> usize {
-    match incoming.get(from..from + 5) {
-        Some(&[_, _, _, hi, lo]) => incoming
-            .len()
-            .min(from + 5 + usize::from(u16::from_be_bytes([hi, lo]))),
-        _ => incoming.len(),
-    }
+    let end = from + 5 + len;
+    Ok(match end <= incoming.len() {
+        true => (end, end),
+        false => (incoming.len(), from),
+    })
 }
 
 /// After an error: the fatal alert rustls queued, if any, into `out`,

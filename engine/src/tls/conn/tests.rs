@@ -741,6 +741,70 @@ fn handshake_pieces_in_reads_of_their_own_are_shown_to_rustls_again() {
     assert!(!out.is_empty(), "the server's flight");
 }
 
+/// A ClientHello in records of 10 bytes: rustls joins the pieces in
+/// place, over the headers of the records that carried them, so the
+/// next record starts where the whole records shown end, not where
+/// headers read from the front would say: here the random's bytes 4-8,
+/// now where the second record's header was, read as a handshake record
+/// 65,535 bytes long (which was refused as a record_overflow, and then a
+/// panic inside rustls, shown nothing of the 30 bytes it kept). The
+/// handshake goes on, whether the pieces come in one read or one a
+/// read; a hello rustls refuses at its last piece (no cipher suite in
+/// common) is answered handshake_failure; a real header over 2^14 bytes
+/// after kept pieces, record_overflow.
+#[test]
+fn the_next_record_starts_where_the_whole_records_shown_end() {
+    let mut client = crate::tls::testing::client_conn();
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).expect("hello");
+    let mut message = hello[5..].to_vec();
+    // Type (1), length (3), version (2), then the random (32).
+    message[6 + 4..6 + 9].copy_from_slice(&[22, 3, 3, 0xff, 0xff]);
+    let records = |message: &[u8]| {
+        let mut wire = Vec::new();
+        for piece in message.chunks(10) {
+            wire.extend_from_slice(&[22, 3, 1, 0, piece.len() as u8]);
+            wire.extend_from_slice(piece);
+        }
+        wire
+    };
+    let wire = records(&message);
+    for one_read in [true, false] {
+        let mut server = crate::tls::testing::server_conn();
+        let (mut incoming, mut plaintext, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        for record in wire.chunks(15) {
+            incoming.extend_from_slice(record);
+            if one_read && incoming.len() < wire.len() {
+                continue;
+            }
+            let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+            assert!(got.is_ok(), "{one_read}: {got:?}");
+        }
+        assert_eq!(out.first(), Some(&22), "{one_read}: the server's flight");
+    }
+    // No cipher suite in common: each suite the client offers becomes a
+    // GREASE value (RFC 8701), which no server takes.
+    let id = usize::from(message[38]);
+    let suites = 38 + 1 + id;
+    let n = usize::from(u16::from_be_bytes([message[suites], message[suites + 1]]));
+    for at in (suites + 2..suites + 2 + n).step_by(2) {
+        message[at..at + 2].copy_from_slice(&[0x0a, 0x0a]);
+    }
+    let mut server = crate::tls::testing::server_conn();
+    let (mut incoming, mut plaintext, mut out) = (records(&message), Vec::new(), Vec::new());
+    let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+    assert!(got.is_err(), "{got:?}");
+    assert_eq!(out, [21, 3, 3, 0, 2, 2, 40]);
+    // Three pieces, then a header saying 2^14 + 1 bytes.
+    let mut server = crate::tls::testing::server_conn();
+    let mut incoming = wire[..45].to_vec();
+    incoming.extend_from_slice(&[22, 3, 1, 0x40, 1]);
+    let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+    let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+    assert!(got.is_err(), "{got:?}");
+    assert_eq!(out, [21, 3, 3, 0, 2, 2, 22], "record_overflow alone");
+}
+
 /// RFC 8446 §5.1: a ClientHello in one record over 2^14 bytes (which
 /// rustls would take) ends the connection with record_overflow, in
 /// plaintext, and nothing else (tlsfuzzer's "too big ClientHello msg");
