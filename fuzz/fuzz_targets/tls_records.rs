@@ -7,7 +7,12 @@
 //! as records the client seals with its real keys, each piece's first
 //! byte its content type (alerts, handshake messages, KeyUpdates, empty
 //! and oversized contents) so that the fuzzer reaches what is behind the
-//! MAC. The connection's keys are dropped at rest now and then.
+//! MAC. The connection's keys are dropped at rest now and then. When
+//! the first byte is even and bit 1 is set, a real client's ClientHello
+//! comes first, in handshake records of 1 to 32 bytes, each piece's
+//! bytes changed by the input's (XOR: zeros leave it as it was), in
+//! reads of one record or of several: rustls joins such pieces in place,
+//! which the record boundaries brisk keeps must not lose.
 //! Beyond "never panics": no plaintext before a handshake, and nothing
 //! is ever called on rustls again after an error.
 
@@ -80,6 +85,32 @@ fuzz_target!(|data: &[u8]| {
     let seal = mode & 2 != 0;
     let handshaking = conn.is_handshaking();
     let mut failed = false;
+    if peer.is_none() && seal {
+        let mut client = tls_common::client(mode & 4 != 0);
+        let mut hello = Vec::new();
+        client.write_tls(&mut hello).expect("hello");
+        let mut pieces = hello.get(5..).unwrap_or_default();
+        while let (Some((&len, tail)), false) = (rest.split_first(), pieces.is_empty()) {
+            let n = (usize::from(len % 32) + 1).min(pieces.len());
+            let (piece, more) = pieces.split_at(n);
+            let edits = &tail[..n.min(tail.len())];
+            incoming.extend_from_slice(&[22, 3, 1, 0, n as u8]);
+            incoming.extend(
+                piece
+                    .iter()
+                    .zip(edits.iter().chain(std::iter::repeat(&0)))
+                    .map(|(a, b)| a ^ b),
+            );
+            (pieces, rest) = (more, &tail[edits.len()..]);
+            if len & 0x80 == 0 && !pieces.is_empty() {
+                continue;
+            }
+            match conn.receive(&mut incoming, &mut plaintext, &mut out) {
+                Ok(_) => assert!(!failed, "a call after an error succeeded"),
+                Err(_) => failed = true,
+            }
+        }
+    }
     // Pieces of 1 to 256 bytes, each length taken from the input.
     while let Some((&len, tail)) = rest.split_first() {
         let n = (usize::from(len) + 1).min(tail.len());
