@@ -678,26 +678,47 @@ const MAX_PLAINTEXT: usize = 1 << 14;
 /// ClientHello in one record too large, which rustls takes) is refused:
 /// the connection ends with a record_overflow alert, in plaintext, as
 /// §5.1 requires, and `incoming` keeps only what rustls read before it
-/// (which it must be shown again for its alert, [`flush_alert`]). (Once
-/// a version is chosen, rustls checks its records itself, and only it
-/// has the keys an alert would need.)
+/// (which it must be shown again for its alert, [`flush_alert`]). So is
+/// a first handshake message that is not a ClientHello (§4.1.2), with
+/// unexpected_message (§6): rustls reads the bodies of some types
+/// (compressed_certificate, message_hash) before it looks at the type,
+/// and says decode_error when they do not parse. (Once a version is
+/// chosen, rustls checks its records itself, and only it has the keys an
+/// alert would need.)
 fn next_record(
     conn: &UnbufferedServerConnection,
     incoming: &mut Vec<u8>,
     from: usize,
     out: &mut Vec<u8>,
 ) -> Result<(usize, usize), rustls::Error> {
+    use rustls::{AlertDescription as A, InvalidMessage as M};
+    const HANDSHAKE: u8 = 22;
     const APPLICATION_DATA: u8 = 23;
+    const CLIENT_HELLO: u8 = 1;
     let Some(&[kind, _, _, hi, lo]) = incoming.get(from..from + 5) else {
         return Ok((incoming.len(), from));
     };
     let len = usize::from(u16::from_be_bytes([hi, lo]));
-    if kind != APPLICATION_DATA && len > MAX_PLAINTEXT && conn.protocol_version().is_none() {
+    // (Nothing kept and no version yet: `from` is 0 at the first message.)
+    let first = match incoming.get(5) {
+        Some(&typ) if from == 0 && kind == HANDSHAKE && len > 0 => typ,
+        _ => CLIENT_HELLO,
+    };
+    let refused = match () {
+        _ if conn.protocol_version().is_some() => None,
+        _ if kind != APPLICATION_DATA && len > MAX_PLAINTEXT => {
+            Some((A::RecordOverflow, M::MessageTooLarge))
+        }
+        _ if first != CLIENT_HELLO => Some((
+            A::UnexpectedMessage,
+            M::UnexpectedMessage("a first message other than a ClientHello"),
+        )),
+        _ => None,
+    };
+    if let Some((alert, e)) = refused {
         incoming.truncate(from);
-        plaintext_alert(rustls::AlertDescription::RecordOverflow, out);
-        return Err(rustls::Error::InvalidMessage(
-            rustls::InvalidMessage::MessageTooLarge,
-        ));
+        plaintext_alert(alert, out);
+        return Err(rustls::Error::InvalidMessage(e));
     }
     let end = from + 5 + len;
     Ok(match end <= incoming.len() {

@@ -441,8 +441,14 @@ impl Records {
                 Ok(())
             }
             ALERT => {
+                // (No fragment of an alert is empty, RFC 5246 §6.2.1: as
+                // an empty handshake fragment, unexpected.)
                 let Ok([level, description]) = <[u8; 2]>::try_from(content) else {
-                    return Err(self.fatal(out, AlertDescription::DecodeError, "bad alert"));
+                    let bad = match content.is_empty() {
+                        true => AlertDescription::UnexpectedMessage,
+                        false => AlertDescription::DecodeError,
+                    };
+                    return Err(self.fatal(out, bad, "bad alert"));
                 };
                 let description = AlertDescription::from(description);
                 // RFC 8446 §6.1: close_notify ends the input; user_canceled

@@ -805,6 +805,33 @@ fn the_next_record_starts_where_the_whole_records_shown_end() {
     assert_eq!(out, [21, 3, 3, 0, 2, 2, 22], "record_overflow alone");
 }
 
+/// RFC 8446 §4.1.2: a client's first message is a ClientHello. Any other
+/// handshake type in its place is answered unexpected_message (§6), in
+/// plaintext, whole or with only its type in, types whose bodies rustls
+/// reads first (compressed_certificate 25, message_hash 254) too
+/// (tlsfuzzer's "Client Hello type fuzz").
+#[test]
+fn a_first_handshake_message_other_than_a_client_hello_is_unexpected() {
+    let mut client = crate::tls::testing::client_conn();
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).expect("hello");
+    for typ in [0u8, 2, 11, 25, 254, 255] {
+        let mut wire = hello.clone();
+        wire[5] = typ;
+        for whole in [true, false] {
+            let mut server = crate::tls::testing::server_conn();
+            let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+            let mut incoming = match whole {
+                true => wire.clone(),
+                false => wire[..6].to_vec(),
+            };
+            let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+            assert!(got.is_err(), "{typ}: {got:?}");
+            assert_eq!(out, [21, 3, 3, 0, 2, 2, 10], "{typ} {whole}");
+        }
+    }
+}
+
 /// RFC 8446 §5.1: a ClientHello in one record over 2^14 bytes (which
 /// rustls would take) ends the connection with record_overflow, in
 /// plaintext, and nothing else (tlsfuzzer's "too big ClientHello msg");

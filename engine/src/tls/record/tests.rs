@@ -249,13 +249,22 @@ fn alerts_close_cleanly_or_fatally_and_warnings_are_bounded() {
     let (_, _, got) = feed(&mut s, &wire);
     assert!(got.is_err());
     assert_eq!(s.warnings, MAX_WARNINGS);
-    // An alert of the wrong length.
-    let (mut s, mut c) = tls13();
-    let mut wire = Vec::new();
-    c.seal(ALERT, &[WARNING, 0, 0], &mut wire).expect("seal");
-    let (_, out, got) = feed(&mut s, &wire);
-    assert!(got.is_err());
-    assert_eq!(alert_in(&mut c, &out), Some(AlertDescription::DecodeError));
+    // An alert of the wrong length; an empty one (no fragment of an
+    // alert is empty, RFC 5246 §6.2.1), over TLS 1.3 and 1.2
+    // (tlsfuzzer's "empty alert ... using application keys").
+    for (content, alert) in [
+        (&[WARNING, 0, 0][..], AlertDescription::DecodeError),
+        (&[WARNING][..], AlertDescription::DecodeError),
+        (&[][..], AlertDescription::UnexpectedMessage),
+    ] {
+        for (mut s, mut c) in [tls13(), tls12()] {
+            let mut wire = Vec::new();
+            c.seal_record(ALERT, content, &mut wire).expect("seal");
+            let (_, out, got) = feed(&mut s, &wire);
+            assert!(got.is_err(), "{content:?}");
+            assert_eq!(alert_in(&mut c, &out), Some(alert), "{content:?}");
+        }
+    }
 }
 
 #[test]
