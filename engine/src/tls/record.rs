@@ -441,14 +441,20 @@ impl Records {
                 Ok(())
             }
             ALERT => {
-                // (No fragment of an alert is empty, RFC 5246 §6.2.1: as
-                // an empty handshake fragment, unexpected.)
-                let Ok([level, description]) = <[u8; 2]>::try_from(content) else {
-                    let bad = match content.is_empty() {
-                        true => AlertDescription::UnexpectedMessage,
-                        false => AlertDescription::DecodeError,
-                    };
-                    return Err(self.fatal(out, bad, "bad alert"));
+                // No fragment of an alert is empty (RFC 5246 §6.2.1: as an
+                // empty handshake fragment, unexpected); a level neither
+                // warning nor fatal is illegal in either version, as rustls
+                // has it.
+                let (level, description) = match *content {
+                    [level @ (WARNING | FATAL), description] => (level, description),
+                    _ => {
+                        let bad = match content.len() {
+                            0 => AlertDescription::UnexpectedMessage,
+                            2 => AlertDescription::IllegalParameter,
+                            _ => AlertDescription::DecodeError,
+                        };
+                        return Err(self.fatal(out, bad, "bad alert"));
+                    }
                 };
                 let description = AlertDescription::from(description);
                 // RFC 8446 §6.1: close_notify ends the input; user_canceled
@@ -502,8 +508,9 @@ impl Records {
             return Ok((typ, &inner[..end]));
         }
         // TLS 1.2: the AAD is seq_num + type + version + plaintext length
-        // (RFC 5246 §6.2.3.3).
-        let typ = header[0];
+        // (RFC 5246 §6.2.3.3), the version as the record says (a record
+        // whose version was changed on the way fails, as in rustls).
+        let [typ, major, minor, ..] = header;
         let (nonce, sealed) = match cipher {
             Cipher::Chacha20Poly1305 => (self.rx.nonce(), body),
             _ => {
@@ -522,7 +529,7 @@ impl Records {
             .checked_sub(TAG)
             .and_then(|l| u16::try_from(l).ok())
             .ok_or(Refused::BadMac)?;
-        let aad = aad12(self.rx.seq, typ, len);
+        let aad = aad12(self.rx.seq, typ, [major, minor], len);
         let key = self.rx.key(cipher);
         let content = key
             .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), sealed)
@@ -736,7 +743,7 @@ impl Records {
             a[..HEADER].copy_from_slice(&out[start..start + HEADER]);
             (a, HEADER)
         } else {
-            (aad12(self.tx.seq, typ, data.len() as u16), 13)
+            (aad12(self.tx.seq, typ, [3, 3], data.len() as u16), 13)
         };
         let body = start + HEADER + explicit;
         let key = self.tx.key(cipher);
@@ -768,11 +775,11 @@ impl Records {
 }
 
 /// TLS 1.2's additional data (RFC 5246 §6.2.3.3).
-fn aad12(seq: u64, typ: u8, len: u16) -> [u8; 13] {
+fn aad12(seq: u64, typ: u8, version: [u8; 2], len: u16) -> [u8; 13] {
     let mut a = [0; 13];
     a[..8].copy_from_slice(&seq.to_be_bytes());
     a[8] = typ;
-    a[9..11].copy_from_slice(&[3, 3]);
+    a[9..11].copy_from_slice(&version);
     a[11..].copy_from_slice(&len.to_be_bytes());
     a
 }

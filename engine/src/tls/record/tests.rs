@@ -251,11 +251,15 @@ fn alerts_close_cleanly_or_fatally_and_warnings_are_bounded() {
     assert_eq!(s.warnings, MAX_WARNINGS);
     // An alert of the wrong length; an empty one (no fragment of an
     // alert is empty, RFC 5246 §6.2.1), over TLS 1.3 and 1.2
-    // (tlsfuzzer's "empty alert ... using application keys").
+    // (tlsfuzzer's "empty alert ... using application keys"); one of an
+    // unknown level (as rustls answers, fuzz/tls_differential).
     for (content, alert) in [
         (&[WARNING, 0, 0][..], AlertDescription::DecodeError),
         (&[WARNING][..], AlertDescription::DecodeError),
         (&[][..], AlertDescription::UnexpectedMessage),
+        // A level neither warning (1) nor fatal (2).
+        (&[3, 0][..], AlertDescription::IllegalParameter),
+        (&[0, 40][..], AlertDescription::IllegalParameter),
     ] {
         for (mut s, mut c) in [tls13(), tls12()] {
             let mut wire = Vec::new();
@@ -521,4 +525,21 @@ fn a_failed_seal_leaves_out_as_it_was() {
         .seal_record(APPLICATION_DATA, b"secret", &mut out)
         .is_err());
     assert_eq!(out, b"earlier");
+}
+
+/// The version a record's header says is authenticated: TLS 1.3's AAD is
+/// the header as received (RFC 8446 §5.2), TLS 1.2's holds the version
+/// as the record says (RFC 5246 §6.2.3.3; it held 3,3 whatever the
+/// record said, and such a record was read: fuzz/tls_differential, where
+/// rustls answers bad_record_mac).
+#[test]
+fn a_record_whose_version_was_changed_fails_its_mac() {
+    for (mut s, mut c) in [tls13(), tls12()] {
+        let mut wire = Vec::new();
+        c.seal_data(b"hello", &mut wire).expect("seal");
+        wire[2] ^= 0x40;
+        let (plain, out, got) = feed(&mut s, &wire);
+        assert!(got.is_err() && plain.is_empty(), "{got:?}");
+        assert_eq!(alert_in(&mut c, &out), Some(AlertDescription::BadRecordMac));
+    }
 }
