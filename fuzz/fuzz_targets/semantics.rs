@@ -158,7 +158,12 @@ fn model_specs(header: &[u8], len: u64) -> Option<Vec<ByteRange>> {
         let (a, b) = (&el[..dash], &el[dash + 1..]);
         if a.is_empty() {
             let n = num(b)?;
-            if n > 0 && len > 0 {
+            // The one satisfiable form on an empty representation (RFC
+            // 9110 §14.1.1), which no 206 can carry: the Range is ignored.
+            if n > 0 && len == 0 {
+                return None;
+            }
+            if n > 0 {
                 out.push(ByteRange {
                     start: len.saturating_sub(n),
                     end: len - 1,
