@@ -685,8 +685,6 @@ fn a_record_inside_a_split_client_hello_is_answered_unexpected_message() {
 #[test]
 fn a_hello_longer_than_a_handshake_message_may_be_is_answered_decode_error() {
     for split in [false, true] {
-        let mut server = crate::tls::testing::server_conn();
-        let (mut plaintext, mut out) = (Vec::new(), Vec::new());
         // ClientHello (1), 0x010000 bytes long, of which 100 come.
         let mut body = vec![1, 1, 0, 0];
         body.extend_from_slice(&[3, 3]);
@@ -701,9 +699,8 @@ fn a_hello_longer_than_a_handshake_message_may_be_is_answered_decode_error() {
             wire.extend_from_slice(&(part.len() as u16).to_be_bytes());
             wire.extend_from_slice(part);
         }
-        let got = server.receive(&mut wire, &mut plaintext, &mut out);
-        assert!(got.is_err(), "{split}: {got:?}");
-        assert_eq!(out, [21, 3, 3, 0, 2, 2, 50], "{split}: {got:?}");
+        let out = refusal(wire, split);
+        assert_eq!(out, [21, 3, 3, 0, 2, 2, 50], "{split}");
     }
 }
 
@@ -790,19 +787,23 @@ fn the_next_record_starts_where_the_whole_records_shown_end() {
     for at in (suites + 2..suites + 2 + n).step_by(2) {
         message[at..at + 2].copy_from_slice(&[0x0a, 0x0a]);
     }
-    let mut server = crate::tls::testing::server_conn();
-    let (mut incoming, mut plaintext, mut out) = (records(&message), Vec::new(), Vec::new());
-    let got = server.receive(&mut incoming, &mut plaintext, &mut out);
-    assert!(got.is_err(), "{got:?}");
+    let out = refusal(records(&message), "no suite in common");
     assert_eq!(out, [21, 3, 3, 0, 2, 2, 40]);
     // Three pieces, then a header saying 2^14 + 1 bytes.
-    let mut server = crate::tls::testing::server_conn();
     let mut incoming = wire[..45].to_vec();
     incoming.extend_from_slice(&[22, 3, 1, 0x40, 1]);
+    let out = refusal(incoming, "over 2^14");
+    assert_eq!(out, [21, 3, 3, 0, 2, 2, 22], "record_overflow alone");
+}
+
+/// What a fresh server answers to `incoming`, which it must refuse
+/// (`what` says which case, when it does not).
+fn refusal(mut incoming: Vec<u8>, what: impl std::fmt::Debug) -> Vec<u8> {
+    let mut server = crate::tls::testing::server_conn();
     let (mut plaintext, mut out) = (Vec::new(), Vec::new());
     let got = server.receive(&mut incoming, &mut plaintext, &mut out);
-    assert!(got.is_err(), "{got:?}");
-    assert_eq!(out, [21, 3, 3, 0, 2, 2, 22], "record_overflow alone");
+    assert!(got.is_err(), "{what:?}: {got:?}");
+    out
 }
 
 /// A client whose records carry 27 bytes at most (rustls's
@@ -865,14 +866,11 @@ fn a_first_handshake_message_other_than_a_client_hello_is_unexpected() {
         let mut wire = hello.clone();
         wire[5] = typ;
         for whole in [true, false] {
-            let mut server = crate::tls::testing::server_conn();
-            let (mut plaintext, mut out) = (Vec::new(), Vec::new());
-            let mut incoming = match whole {
+            let incoming = match whole {
                 true => wire.clone(),
                 false => wire[..6].to_vec(),
             };
-            let got = server.receive(&mut incoming, &mut plaintext, &mut out);
-            assert!(got.is_err(), "{typ}: {got:?}");
+            let out = refusal(incoming, typ);
             assert_eq!(out, [21, 3, 3, 0, 2, 2, 10], "{typ} {whole}");
         }
     }
