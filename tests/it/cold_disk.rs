@@ -1,6 +1,7 @@
 //! A large file on a disk that is slow to answer (a router's USB drive,
-//! a cold NAS disk): the worker does not wait for the disk, its other
-//! clients are served meanwhile. The disk here is a FUSE filesystem
+//! a cold NAS disk), or a file whose name must be read from it: the
+//! worker does not wait for the disk, its other clients are served
+//! meanwhile. The disk here is a FUSE filesystem
 //! (`cold_disk/gatefs.py`) whose reads of the large file are held until
 //! the test lets them go. Before, `sendfile` (or `pread`) waited inside
 //! the call, and every other client of the worker with it: the small
@@ -230,6 +231,55 @@ fn a_large_file_over_http2_from_a_slow_disk_holds_no_other_stream() {
     assert!(done[0], "the small answer");
     assert_eq!(a[1].status(), "200");
     assert!(a[1].body == pattern(LARGE), "the large file, byte for byte");
+}
+
+/// A small file whose name the kernel has not cached: looking it up
+/// would wait for the disk (held here: `cold.txt`), so it is looked up
+/// off the loop, and the small file is answered on another connection
+/// meanwhile; then the cold one, whole. Before, the worker waited inside
+/// `openat2` and answered no one. A client that leaves while its lookup
+/// waits takes nothing with it: the same file is served after.
+#[cfg(feature = "cold-lookups")]
+#[test]
+fn a_file_whose_name_the_disk_must_be_read_for_holds_no_other_client() {
+    let Some((s, mut gate)) = on_the_gated_disk("", 1) else {
+        return;
+    };
+    let mut cold = Client::connect(s.addr());
+    cold.send(b"GET /cold.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    gate.wait_held();
+    let mut gone = Client::connect(s.addr());
+    gone.send(b"GET /cold.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let mut small = Client::connect(s.addr());
+    small.send(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    // (A worker waiting for the disk answers nothing: the read times out.)
+    the_small_answer(&mut small);
+    drop(gone);
+    gate.open();
+    let r = cold.response();
+    assert_eq!((r.status, &r.body[..]), (200, &b"cold\n"[..]), "{}", r.head);
+    let r = s.get("/cold.txt");
+    assert_eq!((r.status, &r.body[..]), (200, &b"cold\n"[..]), "{}", r.head);
+}
+
+/// The same over HTTP/2, on one connection: the stream whose file the
+/// disk must be read for waits, the next stream's small file is answered.
+#[cfg(all(feature = "http2", feature = "cold-lookups"))]
+#[test]
+fn a_file_whose_name_the_disk_must_be_read_for_holds_no_other_stream() {
+    use common::h2::H2;
+    let Some((s, mut gate)) = on_the_gated_disk("", 1) else {
+        return;
+    };
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let cold = c.get("/cold.txt", &[]);
+    gate.wait_held();
+    let small = c.get("/small.txt", &[]);
+    let a = c.answers(&[small]);
+    assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"small\n"[..]));
+    gate.open();
+    let a = c.answers(&[cold]);
+    assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"cold\n"[..]));
 }
 
 /// HTTP/1.1, a multipart answer whose first range is short (100 KB: a

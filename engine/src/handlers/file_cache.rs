@@ -174,6 +174,13 @@ pub struct FileCache {
     /// [`FileCache::for_written_tree`]).
     #[cfg(feature = "webdav")]
     checked: bool,
+    /// A lookup that would wait for the disk is not made (see
+    /// [`FileCache::wait_cold`]).
+    #[cfg(feature = "cold-lookups")]
+    cold_check: bool,
+    /// The path whose lookup would have waited for the disk, if one did.
+    #[cfg(feature = "cold-lookups")]
+    went_cold: Option<Vec<u8>>,
 }
 
 impl FileCache {
@@ -189,7 +196,37 @@ impl FileCache {
             key: Vec::new(),
             #[cfg(feature = "webdav")]
             checked: false,
+            #[cfg(feature = "cold-lookups")]
+            cold_check: false,
+            #[cfg(feature = "cold-lookups")]
+            went_cold: None,
         }
+    }
+
+    /// Whether a lookup not answered from this cache may wait for the
+    /// disk (`true`, as by default), or fails with `WouldBlock` where it
+    /// would (`false`): its path not in the kernel's caches
+    /// ([`Root::resolves_cached`]), or a small file's content not in the
+    /// page cache. The path that failed is kept ([`FileCache::went_cold`]).
+    /// A probe for a file that is usually not there ([`FileCache::probe`]:
+    /// a precompressed variant) is made all the same: it follows the
+    /// lookup of the file it would accompany, whose directory was read
+    /// from the disk by then, and a name never looked up that does not
+    /// exist is in no cache (each such probe would go to a thread).
+    #[cfg(feature = "cold-lookups")]
+    pub fn wait_cold(&mut self, wait: bool) {
+        self.cold_check = !wait;
+        self.went_cold = None;
+    }
+
+    /// Ends what [`FileCache::wait_cold`] began (lookups wait for the
+    /// disk again): the path of the lookup that would have waited since,
+    /// if any.
+    #[cfg(feature = "cold-lookups")]
+    #[inline]
+    pub fn went_cold(&mut self) -> Option<Vec<u8>> {
+        self.cold_check = false;
+        self.went_cold.take()
     }
 
     /// Forgets every entry (and frees the memory and descriptors they
@@ -248,7 +285,11 @@ impl FileCache {
         keep_misses: bool,
     ) -> io::Result<Rc<Entry>> {
         if self.capacity == 0 {
-            return load(root, rel, &mut 0);
+            #[cfg(feature = "cold-lookups")]
+            if self.cold_check && keep_misses && !root.resolves_cached(rel) {
+                return Err(cold(&mut self.went_cold, rel));
+            }
+            return load(root, rel, &mut 0, false);
         }
         if self.site == 0 {
             // The default site's keys are the paths themselves: nothing
@@ -279,9 +320,19 @@ impl FileCache {
         let fresh = |slot: &Slot| !self.checked && self.now < slot.fresh_until;
         #[cfg(not(feature = "webdav"))]
         let fresh = |slot: &Slot| self.now < slot.fresh_until;
+        // (Asked before the disk is, where the path is not fresh here.)
+        #[cfg(feature = "cold-lookups")]
+        let mut asked = false;
         if let Some(slot) = self.map.get_mut(key) {
             if fresh(slot) {
                 return slot.result.clone().map_err(io::Error::from_raw_os_error);
+            }
+            #[cfg(feature = "cold-lookups")]
+            {
+                if self.cold_check && keep_misses && !root.resolves_cached(rel) {
+                    return Err(cold(&mut self.went_cold, rel));
+                }
+                asked = true;
             }
             let unchanged = match (root.stat(rel), &slot.result) {
                 (Ok((_, m)), Ok(e)) => same_version(&m, &e.meta),
@@ -298,6 +349,10 @@ impl FileCache {
                 }
             }
         }
+        #[cfg(feature = "cold-lookups")]
+        if self.cold_check && keep_misses && !asked && !root.resolves_cached(rel) {
+            return Err(cold(&mut self.went_cold, rel));
+        }
         if !keep_misses {
             root.stat(rel)?;
         }
@@ -306,8 +361,15 @@ impl FileCache {
             self.mem = 0;
         }
         let mut budget = MEM_BUDGET.saturating_sub(self.mem);
-        let result = load(root, rel, &mut budget);
+        #[cfg(feature = "cold-lookups")]
+        let result = load(root, rel, &mut budget, self.cold_check);
+        #[cfg(not(feature = "cold-lookups"))]
+        let result = load(root, rel, &mut budget, false);
         self.mem = MEM_BUDGET - budget;
+        #[cfg(feature = "cold-lookups")]
+        if matches!(&result, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            return Err(cold(&mut self.went_cold, rel));
+        }
         let cached = match &result {
             Ok(e) => Ok(Rc::clone(e)),
             // Only definite answers about the path (absent: 404, refused:
@@ -340,8 +402,24 @@ impl FileCache {
 
     /// Remembers whether sidecars of `entry` exist (see [`FileCache::sidecars_known`]).
     pub fn remember_sidecars(&self, entry: &Entry, exist: bool) {
+        // (A lookup that would have waited says nothing: it is made again.)
+        #[cfg(feature = "cold-lookups")]
+        if self.went_cold.is_some() {
+            return;
+        }
         entry.sidecars.set(Some((self.now + self.valid, exist)));
     }
+}
+
+/// `rel`'s lookup would wait for the disk: kept in `went` (the first
+/// such), and the error said.
+#[cfg(feature = "cold-lookups")]
+#[cold]
+fn cold(went: &mut Option<Vec<u8>>, rel: &[u8]) -> io::Error {
+    if went.is_none() {
+        *went = Some(rel.to_vec());
+    }
+    io::Error::from(io::ErrorKind::WouldBlock)
 }
 
 fn same_version(a: &Meta, b: &Meta) -> bool {
@@ -354,8 +432,15 @@ fn same_version(a: &Meta, b: &Meta) -> bool {
 }
 
 /// Reads what `rel` names from the disk; small file contents count
-/// against `budget` (bytes still allowed in memory).
-fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
+/// against `budget` (bytes still allowed in memory). With `nowait`, a
+/// small file's content not all in the page cache is not read: a
+/// `WouldBlock` error instead.
+pub(super) fn load(
+    root: &Root,
+    rel: &[u8],
+    budget: &mut usize,
+    nowait: bool,
+) -> io::Result<Rc<Entry>> {
     let (_, meta) = root.stat(rel)?;
     if meta.kind != Kind::File {
         return Ok(Rc::new(Entry {
@@ -370,7 +455,11 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
     let (file, meta) = root.open_file(rel)?;
     let source = if meta.size <= SMALL_FILE && (meta.size as usize) <= *budget {
         let mut content = vec![0u8; meta.size as usize];
-        file.read_exact_at(&mut content, 0)?;
+        match nowait {
+            #[cfg(feature = "cold-lookups")]
+            true => crate::sys::cached::read_cached(&file, &mut content)?,
+            _ => file.read_exact_at(&mut content, 0)?,
+        }
         *budget -= content.len();
         Source::Mem(content.into())
     } else {

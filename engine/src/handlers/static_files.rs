@@ -326,6 +326,40 @@ pub(super) fn serve_found(
     }
 }
 
+#[cfg(feature = "cold-lookups")]
+/// Looks up `rel` beneath `root` from the disk, as a request for it would
+/// (see [`FileCache`]), so that the kernel's caches hold what the
+/// request's routing again looks up: the path, its precompressed
+/// variants if `sidecars`, a directory's `index` files, and the content of
+/// each small file found. Run off the event loop; errors say nothing here
+/// (the request's own lookup answers them).
+pub fn warm(root: &Root, rel: &[u8], st: &crate::config::StaticConfig) {
+    let one = |rel: &[u8]| -> Option<Kind> {
+        let mut budget = usize::MAX;
+        let entry = super::file_cache::load(root, rel, &mut budget, false).ok()?;
+        Some(entry.meta.kind)
+    };
+    let with_sidecars = |rel: &[u8]| {
+        let kind = one(rel);
+        if st.precompressed && kind != Some(Kind::Dir) {
+            for (_, suffix) in SIDECARS {
+                one(&[rel, suffix].concat());
+            }
+        }
+        kind
+    };
+    if with_sidecars(rel) == Some(Kind::Dir) {
+        for name in &st.index {
+            let mut path = rel.to_vec();
+            if !path.is_empty() && !path.ends_with(b"/") {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name.as_bytes());
+            with_sidecars(&path);
+        }
+    }
+}
+
 /// The body of the file at `rel` (an `[errors]` page) and its length,
 /// or why it cannot be sent.
 pub(super) fn open_page(

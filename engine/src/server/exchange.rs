@@ -27,6 +27,22 @@ pub struct ExchangeId {
 }
 
 impl ExchangeId {
+    /// It as one number (for a channel of numbers; see
+    /// [`ExchangeId::from_bits`]).
+    #[cfg(feature = "cold-lookups")]
+    pub fn bits(self) -> usize {
+        (self.gen.get() as usize) << 32 | self.index as usize
+    }
+
+    /// The id [`ExchangeId::bits`] made `bits` of.
+    #[cfg(feature = "cold-lookups")]
+    pub fn from_bits(bits: usize) -> Option<ExchangeId> {
+        Some(ExchangeId {
+            index: bits as u32,
+            gen: NonZeroU32::new((bits >> 32) as u32)?,
+        })
+    }
+
     /// Its slot (stable for as long as the exchange is there: pipe
     /// tokens are made from it).
     pub fn index(self) -> usize {
@@ -253,6 +269,8 @@ mod tests {
                     started: Instant::now(),
                     redirects: 0,
                     body_max: u64::MAX,
+                    #[cfg(feature = "cold-lookups")]
+                    colds: 0,
                 },
                 body: Vec::new(),
                 counted: 0,

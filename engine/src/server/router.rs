@@ -97,6 +97,21 @@ pub enum Deferred {
     /// ([`Router::answer_whole`]): a chunked body for a CGI or FastCGI
     /// script, which must be told the body's length.
     WholeBody(Resume),
+    /// The file it asks for would be looked up (or its content read)
+    /// from the disk, not the kernel's caches: that is done off the event
+    /// loop first ([`Router::cold_lookups`]), then the request is routed
+    /// again from the start.
+    #[cfg(feature = "cold-lookups")]
+    Cold(Cold),
+}
+
+/// A static file lookup that would wait for the disk: the site and the
+/// path (relative to its root) that would.
+#[cfg(feature = "cold-lookups")]
+#[derive(Debug)]
+pub struct Cold {
+    site: usize,
+    rel: Vec<u8>,
 }
 
 /// Who answers a request once its whole body is held; the engine only
@@ -203,6 +218,12 @@ pub struct Routing<'a> {
     /// not `limits.max_body` (a `[[cgi]]`, `[[fastcgi]]` or
     /// `[[reverse_proxy]]` rule's `max_body`): set by its stage.
     pub body_max: Option<u64>,
+    /// Whether a static file lookup that would wait for the disk may be
+    /// made off the loop, the request routed again after it
+    /// ([`Deferred::Cold`]); else it waits on the loop (a request routed
+    /// again that still finds the disk cold, a few times).
+    #[cfg(feature = "cold-lookups")]
+    pub cold: bool,
     /// Whether the connection may start one more program: set by the
     /// worker, `Full` when as many as HTTP/2 and HTTP/3 let answer one
     /// connection's streams at once already do. The CGI stage refuses a
@@ -594,8 +615,14 @@ impl Router {
             }
         }
         let files = &self.files[site];
+        #[cfg(feature = "cold-lookups")]
+        self.cache.wait_cold(!routing.cold);
         let mut plan = static_files::serve(files, routing.req, routing.scratch, &mut self.cache);
         if !cfg!(feature = "sites") || files.site().static_files.try_files.is_empty() {
+            #[cfg(feature = "cold-lookups")]
+            if let Some(rel) = self.cache.went_cold() {
+                return Routed::Defer(Deferred::Cold(Cold { site, rel }));
+            }
             self.start_later(routing, &mut plan);
             return Routed::Answer(plan);
         }
@@ -625,8 +652,24 @@ impl Router {
             plan,
             &guarded,
         );
+        #[cfg(feature = "cold-lookups")]
+        if let Some(rel) = self.cache.went_cold() {
+            return Routed::Defer(Deferred::Cold(Cold { site, rel }));
+        }
         self.start_later(routing, &mut plan);
         Routed::Answer(plan)
+    }
+
+    /// What makes the lookups of `cold` from the disk, on a thread: the
+    /// path, its precompressed variants (`.br`, `.zst`, `.gz`) and, for
+    /// a directory, its index files, each read in if small (what the
+    /// request's routing again looks up first); `None` if the site's
+    /// root cannot be handed over (out of descriptors).
+    #[cfg(feature = "cold-lookups")]
+    pub fn cold_lookups(&self, cold: Cold) -> Option<impl FnOnce() + Send + 'static> {
+        let root = self.files[cold.site].root().try_clone().ok()?;
+        let cfg = Arc::clone(&self.cfg);
+        Some(move || static_files::warm(&root, &cold.rel, &cfg.site(cold.site).static_files))
     }
 
     /// The site that answers the request: the one its host names (RFC

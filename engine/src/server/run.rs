@@ -932,6 +932,8 @@ mod tests {
             started: Instant::now(),
             redirects: 0,
             body_max: u64::MAX,
+            #[cfg(feature = "cold-lookups")]
+            colds: 0,
         }
     }
 

@@ -28,6 +28,10 @@ pub struct Held {
     /// The largest body its route takes (`limits.max_body`, or its
     /// rule's): a body that streams to a producer is cut past it.
     pub body_max: u64,
+    /// The times it waited for a cold disk's lookups (see
+    /// [`crate::server::router::Deferred::Cold`]).
+    #[cfg(feature = "cold-lookups")]
+    pub colds: u8,
 }
 
 /// What a request waits for, whatever its protocol.
@@ -157,6 +161,8 @@ mod tests {
             started: Instant::now(),
             redirects: 0,
             body_max: u64::MAX,
+            #[cfg(feature = "cold-lookups")]
+            colds: 0,
         }
     }
 

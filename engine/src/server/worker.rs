@@ -299,6 +299,8 @@ impl Worker {
             // after a reload is answered `Connection: close`).
             if events.iter().any(|ev| ev.token() == WAKER) {
                 self.take_checks();
+                #[cfg(feature = "cold-lookups")]
+                self.take_colds();
                 self.take_streams();
                 self.take_order();
                 #[cfg(feature = "http3")]

@@ -19,6 +19,11 @@ use super::cvt;
 /// Set once `openat2` has answered ENOSYS: the kernel is older than 5.6.
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
+#[cfg(feature = "cold-lookups")]
+/// Set once `openat2` refused `RESOLVE_CACHED`: the kernel is older than
+/// 5.12.
+static NO_RESOLVE_CACHED: AtomicBool = AtomicBool::new(false);
+
 /// What a path names, from `fstat` on a descriptor that was opened with
 /// `O_PATH` (so opening it had no side effect, even for a device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +151,47 @@ impl Root {
         let fd = self.open_flags(rel, libc::O_PATH)?;
         let meta = fstat(fd.as_raw_fd())?;
         Ok((fd, meta))
+    }
+
+    #[cfg(feature = "cold-lookups")]
+    /// Whether the kernel can find `rel` beneath the root from its caches
+    /// alone (the names on the way and the last one's inode, or that it is
+    /// missing): `openat2`'s `RESOLVE_CACHED` (Linux 5.12), which fails
+    /// with `EAGAIN` where the lookup would wait for the disk (or, on FUSE
+    /// and NFS, ask the server again). True when that cannot be asked (an
+    /// older kernel, the fallback walk, `symlinks_outside_root`): the
+    /// lookup then runs as it always did. Any other outcome (missing,
+    /// refused, a way out) is for the real lookup to answer.
+    pub fn resolves_cached(&self, rel: &[u8]) -> bool {
+        if self.follow_outside || self.force_fallback || NO_OPENAT2.load(Ordering::Relaxed) {
+            return true;
+        }
+        if NO_RESOLVE_CACHED.load(Ordering::Relaxed) {
+            return true;
+        }
+        let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
+        let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_CACHED;
+        let flags = libc::O_PATH | libc::O_CLOEXEC;
+        match with_cstr(rel, |c| openat2_raw(self.fd.as_raw_fd(), c, flags, resolve)) {
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => false,
+            // (A kernel before 5.12 knows no such flag.)
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                NO_RESOLVE_CACHED.store(true, Ordering::Relaxed);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    #[cfg(feature = "cold-lookups")]
+    /// The same root, on a descriptor of its own (for a thread).
+    pub fn try_clone(&self) -> io::Result<Root> {
+        Ok(Root {
+            fd: self.fd.try_clone()?,
+            path: self.path.clone(),
+            follow_outside: self.follow_outside,
+            force_fallback: self.force_fallback,
+        })
     }
 
     /// Opens the regular file `rel` for reading. Anything that is not a
@@ -1162,6 +1208,27 @@ mod tests {
         symlink(base.join("outside"), root.join("dir_out")).unwrap();
         symlink("/etc/passwd", root.join("passwd")).unwrap();
         (Tree(base), root)
+    }
+
+    #[cfg(feature = "cold-lookups")]
+    #[test]
+    fn names_just_looked_up_resolve_from_the_caches() {
+        let (_t, root) = tree("cached");
+        let r = Root::open(&root, false).unwrap();
+        // (An absolute symlink is for the real lookup to follow and judge.)
+        for rel in [
+            "inside.txt",
+            "sub/deep.txt",
+            "missing.txt",
+            "",
+            "rel_in",
+            "abs_in",
+        ] {
+            let _ = r.stat(rel.as_bytes());
+            assert!(r.resolves_cached(rel.as_bytes()), "{rel}");
+        }
+        let c = r.try_clone().unwrap();
+        assert_eq!(read(&c, "sub/deep.txt").unwrap(), b"deep");
     }
 
     fn read(root: &Root, rel: &str) -> io::Result<Vec<u8>> {

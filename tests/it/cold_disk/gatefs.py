@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """A disk that does not answer until told: a FUSE filesystem (the kernel's
 protocol on /dev/fuse, spoken here with the standard library alone) of
-two read-only files, `large.bin` and `small.txt`, whose reads of
-`large.bin` are held until a line arrives on stdin (or stdin ends). The
+three read-only files, `large.bin`, `small.txt` and `cold.txt`, whose
+reads of `large.bin` and lookups of `cold.txt` (a name not yet in the
+kernel's caches, on a disk that must be read to find it) are held until a
+line arrives on stdin (or stdin ends). The
 test sees a read held (a line `held` on stdout) and what the server does
 meanwhile. A line `count` instead says how many reads of `large.bin`
 came so far (a line `reads N` on stdout), and opens nothing; a line
@@ -26,7 +28,7 @@ import struct
 import sys
 
 
-ROOT, LARGE, SMALL = 1, 2, 3
+ROOT, LARGE, SMALL, COLD = 1, 2, 3, 4
 IN_HEADER = struct.Struct("<IIQQIIIHH")  # 40 bytes
 OUT_HEADER = struct.Struct("<IiQ")  # 16 bytes
 LOOKUP, FORGET, GETATTR, OPEN, READ, STATFS, RELEASE = 1, 2, 3, 14, 15, 17, 18
@@ -53,9 +55,10 @@ def main():
     rate = float(sys.argv[3]) * 1e6 if len(sys.argv) > 3 else None
     disk_free, reading = 0.0, []
     with open(sys.argv[2], "rb") as f:
-        files = {LARGE: f.read(), SMALL: b"small\n"}
-    names = {b"large.bin": LARGE, b"small.txt": SMALL}
-    size = {ROOT: 0, LARGE: len(files[LARGE]), SMALL: len(files[SMALL])}
+        files = {LARGE: f.read(), SMALL: b"small\n", COLD: b"cold\n"}
+    names = {b"large.bin": LARGE, b"small.txt": SMALL, b"cold.txt": COLD}
+    size = {node: len(data) for node, data in files.items()}
+    size[ROOT] = 0
 
     fuse = os.open("/dev/fuse", os.O_RDWR)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -73,6 +76,17 @@ def main():
     def read_reply(unique, node, body):
         fh, offset, n = struct.unpack_from("<QQI", body)
         reply(unique, 0, files[node][offset:offset + n])
+
+    def lookup_reply(unique, node, body):
+        child = names.get(body.rstrip(b"\0"))
+        if node != ROOT or child is None:
+            reply(unique, errno.ENOENT)
+        else:
+            # nodeid, generation, entry and attribute validity (1 s)
+            out = struct.pack("<QQQQII", child, 0, 1, 1, 0, 0)
+            reply(unique, 0, out + attr(child, size[child]))
+
+    answer = {LOOKUP: lookup_reply, READ: read_reply}
 
     while True:
         while reading and reading[0][0] <= time.monotonic():
@@ -96,8 +110,8 @@ def main():
                     gate_open = False
                 else:
                     gate_open = True
-                    for unique, node, body in held:
-                        read_reply(unique, node, body)
+                    for op, unique, node, body in held:
+                        answer[op](unique, node, body)
                     held.clear()
         if fuse not in ready:
             continue
@@ -115,20 +129,20 @@ def main():
         body = msg[IN_HEADER.size:]
         if op == INIT:
             major, minor, readahead, _flags = struct.unpack_from("<IIII", body)
-            # major, minor, max_readahead, flags (FUSE_ASYNC_READ),
-            # max_background, congestion_threshold, max_write, time_gran,
-            # max_pages, map_alignment, flags2, unused
-            out = struct.pack("<IIIIHHIIHHI7I", 7, min(minor, 31), readahead, 1,
+            # major, minor, max_readahead, flags (FUSE_ASYNC_READ, and
+            # FUSE_PARALLEL_DIROPS: a lookup held does not hold the
+            # others in the directory, as on a disk), max_background,
+            # congestion_threshold, max_write, time_gran, max_pages,
+            # map_alignment, flags2, unused
+            out = struct.pack("<IIIIHHIIHHI7I", 7, min(minor, 31), readahead, 1 | 1 << 18,
                               16, 12, 128 << 10, 1, 32, 0, 0, *([0] * 7))
             reply(unique, 0, out)
         elif op == LOOKUP:
-            child = names.get(body.rstrip(b"\0"))
-            if node != ROOT or child is None:
-                reply(unique, errno.ENOENT)
+            if body.rstrip(b"\0") == b"cold.txt" and not gate_open:
+                held.append((op, unique, node, body))
+                print("held", flush=True)
             else:
-                # nodeid, generation, entry and attribute validity (1 s)
-                out = struct.pack("<QQQQII", child, 0, 1, 1, 0, 0)
-                reply(unique, 0, out + attr(child, size[child]))
+                lookup_reply(unique, node, body)
         elif op == GETATTR:
             reply(unique, 0, struct.pack("<QII", 1, 0, 0) + attr(node, size[node]))
         elif op in (OPEN, OPENDIR):
@@ -136,7 +150,7 @@ def main():
         elif op == READ:
             large_reads += node == LARGE
             if node == LARGE and not gate_open:
-                held.append((unique, node, body))
+                held.append((op, unique, node, body))
                 print("held", flush=True)
             elif node == LARGE and rate:
                 n = struct.unpack_from("<QQI", body)[2]

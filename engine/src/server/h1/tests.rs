@@ -152,6 +152,8 @@ impl Script {
                 started: self.now,
                 redirects: 0,
                 body_max: u64::MAX,
+                #[cfg(feature = "cold-lookups")]
+                colds: 0,
             };
             let wait = Wait::Check(AuthWait::new(held, false));
             let id = self.hold(wait);
@@ -168,6 +170,8 @@ impl Script {
                         started: self.now,
                         redirects: 0,
                         body_max: u64::MAX,
+                        #[cfg(feature = "cold-lookups")]
+                        colds: 0,
                     },
                     body: Vec::new(),
                     counted: 0,

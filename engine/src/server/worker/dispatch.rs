@@ -346,6 +346,8 @@ impl Worker {
             scratch: &mut r.scratch,
             log: &mut self.logger,
             body_max: None,
+            #[cfg(feature = "cold-lookups")]
+            cold: r.colds < super::warm::COLD_WAITS,
             programs: match super::pipe::programs_full(c) {
                 true => Room::Full,
                 false => Room::Free,

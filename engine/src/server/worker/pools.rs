@@ -51,6 +51,10 @@ pub(super) struct Request {
     pub(super) scratch: Scratch,
     /// The largest body its route takes (set by `Worker::route`).
     pub(super) body_max: u64,
+    /// The times it waited for a cold disk's lookups (see
+    /// `Worker::cold_later`).
+    #[cfg(feature = "cold-lookups")]
+    pub(super) colds: u8,
 }
 
 impl Request {
@@ -61,6 +65,8 @@ impl Request {
             start: now,
             scratch: Scratch::default(),
             body_max: u64::MAX,
+            #[cfg(feature = "cold-lookups")]
+            colds: 0,
         }
     }
 
@@ -80,6 +86,8 @@ impl Request {
             started: self.start,
             redirects,
             body_max: self.body_max,
+            #[cfg(feature = "cold-lookups")]
+            colds: self.colds,
         }
     }
 
@@ -89,6 +97,10 @@ impl Request {
         self.req = held.req;
         self.start = held.started;
         self.body_max = held.body_max;
+        #[cfg(feature = "cold-lookups")]
+        {
+            self.colds = held.colds;
+        }
         self.scratch.clear();
         held.redirects
     }
@@ -180,6 +192,10 @@ impl Pools {
             Some(mut r) => {
                 r.start = now;
                 r.body_max = u64::MAX;
+                #[cfg(feature = "cold-lookups")]
+                {
+                    r.colds = 0;
+                }
                 r
             }
             None => Request::new_boxed(now),

@@ -41,6 +41,8 @@ use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::server::conn::Conn;
 use crate::server::exchange::{Exchange, ExchangeId, Task};
+#[cfg(feature = "cold-lookups")]
+use crate::server::router::Cold;
 use crate::server::router::{Deferred, Room, Routed};
 use crate::server::waits::{AuthWait, HandlerWait, Held, Wait, WholeBody};
 
@@ -76,6 +78,8 @@ impl Worker {
         let max = rule_max.unwrap_or(self.settings.cfg.limits.max_body);
         let (max, takes_body) = match &routed {
             Routed::Defer(Deferred::Verify(_)) => (self.settings.body_limits.max_body, false),
+            #[cfg(feature = "cold-lookups")]
+            Routed::Defer(Deferred::Cold(_)) => (self.settings.body_limits.max_body, false),
             Routed::Defer(Deferred::WholeBody(resume)) => (resume.body_max().unwrap_or(max), true),
             Routed::Defer(Deferred::Handler { .. }) => (max, true),
             Routed::Answer(plan) => (max, plan.body.is_produced()),
@@ -96,6 +100,10 @@ impl Worker {
             Routed::Answer(plan) => return Some(plan),
             Routed::Defer(Deferred::Verify(check)) => {
                 return self.verify_later(c, r, stream, redirects, check, decoder)
+            }
+            #[cfg(feature = "cold-lookups")]
+            Routed::Defer(Deferred::Cold(cold)) => {
+                return self.cold_later(c, r, stream, redirects, cold, decoder)
             }
             Routed::Defer(Deferred::Handler { mount }) => Wait::Handler(HandlerWait {
                 mount,
@@ -245,12 +253,80 @@ impl Worker {
         check: Check,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        let wait = Wait::Check(AuthWait::new(r.hold(redirects), false));
-        self.pools.refill_held(r);
         // (Its outcome comes back with the exchange's id.)
-        let ex = self.exchange(c, stream, wait);
+        let ex = self.hold_for_check(c, r, stream, redirects);
         self.wakeups.submit_check(ex, check);
         self.hold_at(c, r, stream, ex, decoder)
+    }
+
+    /// Holds request `r` (of exchange `stream` of `c`) for a check made
+    /// off the loop, a password's or a cold disk's lookups: the id of
+    /// its exchange, which the check's outcome names.
+    fn hold_for_check(
+        &mut self,
+        c: &Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        redirects: u8,
+    ) -> ExchangeId {
+        let wait = Wait::Check(AuthWait::new(r.hold(redirects), false));
+        self.pools.refill_held(r);
+        self.exchange(c, stream, wait)
+    }
+
+    /// Holds request `r` while the lookups of `cold` are made from the
+    /// disk on a `brisk-look` thread, then routes it again, as after a
+    /// password check: the worker's other connections are served
+    /// meanwhile. Where no thread can take them (as many reads are under
+    /// way as may be), it is routed again at once, its lookups waiting
+    /// for the disk on the loop as before.
+    #[cfg(feature = "cold-lookups")]
+    #[cold]
+    #[inline(never)]
+    fn cold_later(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        redirects: u8,
+        cold: Cold,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Option<Plan> {
+        let (Some(slot), Some(lookups)) =
+            (super::warm::read_slot(), self.router.cold_lookups(cold))
+        else {
+            r.colds = super::warm::COLD_WAITS;
+            return self.route(c, r, stream, redirects, decoder);
+        };
+        r.colds += 1;
+        let ex = self.hold_for_check(c, r, stream, redirects);
+        let done = self.wakeups.cold_done(ex);
+        super::warm::look_up(slot, move || {
+            lookups();
+            done.now();
+        });
+        self.hold_at(c, r, stream, ex, decoder)
+    }
+
+    /// Takes the requests whose cold lookups were made: each is routed
+    /// again (see [`Worker::cold_later`]).
+    #[cfg(feature = "cold-lookups")]
+    #[inline(never)]
+    pub(super) fn take_colds(&mut self) {
+        while let Some(ex) = self.wakeups.next_cold() {
+            // (A stale id, of an exchange let go of, names nothing.)
+            let Some(Exchange {
+                conn,
+                task: Task::Wait(Wait::Check(w)),
+                ..
+            }) = ex.and_then(|ex| self.exchanges.get_mut(ex))
+            else {
+                continue;
+            };
+            w.ready = true;
+            let conn = *conn;
+            self.on_event(conn, true);
+        }
     }
 
     /// Keeps exchange `ex` (its wait, which holds request `r` now) on

@@ -28,6 +28,13 @@ pub(super) struct Wakeups {
     /// Connections whose handler's later answer has moved (see
     /// [`crate::handlers::stream::Later`]).
     streams_rx: channel::Receiver<usize>,
+    /// Requests whose cold lookups were made (see `Worker::cold_later`):
+    /// their exchanges' [`ExchangeId::bits`] (a channel of the type the
+    /// later answers' is: no code of its own).
+    #[cfg(feature = "cold-lookups")]
+    colds_tx: channel::Sender<usize>,
+    #[cfg(feature = "cold-lookups")]
+    colds_rx: channel::Receiver<usize>,
 }
 
 impl Wakeups {
@@ -41,12 +48,18 @@ impl Wakeups {
             conn: 0,
         };
         let (checks_tx, checks_rx) = channel::channel();
+        #[cfg(feature = "cold-lookups")]
+        let (colds_tx, colds_rx) = channel::channel();
         let wakeups = Wakeups {
             verifier,
             waker,
             checks_tx,
             checks_rx,
             streams_rx,
+            #[cfg(feature = "cold-lookups")]
+            colds_tx,
+            #[cfg(feature = "cold-lookups")]
+            colds_rx,
         };
         (wakeups, wake)
     }
@@ -62,6 +75,25 @@ impl Wakeups {
     /// The next finished password check, if any.
     pub(super) fn next_check(&self) -> Option<Outcome> {
         self.checks_rx.try_recv().ok()
+    }
+
+    /// What tells the worker that the cold lookups of the request held
+    /// in exchange `ex` were made, and wakes it ([`Wakeups::next_cold`]):
+    /// a [`Wake`] whose number is the exchange's, on a channel of its own.
+    #[cfg(feature = "cold-lookups")]
+    pub(super) fn cold_done(&self, ex: ExchangeId) -> Wake {
+        Wake {
+            tx: self.colds_tx.clone(),
+            waker: Arc::clone(&self.waker),
+            conn: ex.bits(),
+        }
+    }
+
+    /// The next request whose cold lookups were made, if any (`None`
+    /// inside: an id that names nothing).
+    #[cfg(feature = "cold-lookups")]
+    pub(super) fn next_cold(&self) -> Option<Option<ExchangeId>> {
+        self.colds_rx.try_recv().ok().map(ExchangeId::from_bits)
     }
 
     /// The next connection whose later answer has moved, if any.
@@ -103,6 +135,8 @@ mod tests {
                     started: std::time::Instant::now(),
                     redirects: 0,
                     body_max: u64::MAX,
+                    #[cfg(feature = "cold-lookups")]
+                    colds: 0,
                 },
                 body: Vec::new(),
                 counted: 0,

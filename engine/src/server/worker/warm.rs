@@ -70,6 +70,36 @@ impl Drop for Slot {
     }
 }
 
+/// The times a request waits for a cold disk's lookups off the loop
+/// before they are made on it (a disk whose caches keep nothing).
+#[cfg(feature = "cold-lookups")]
+pub(super) const COLD_WAITS: u8 = 3;
+
+/// One of [`READS`], unless all are under way.
+#[cfg(feature = "cold-lookups")]
+pub(super) fn read_slot() -> Option<Slot> {
+    READS.take()
+}
+
+/// The threads that look files up for requests (see
+/// `Worker::cold_later`): apart from [`READING`]'s, so that a lookup
+/// never waits behind large files' reads in.
+#[cfg(feature = "cold-lookups")]
+static LOOKING: Offload<Task> = Offload::new("brisk-look", 4);
+
+/// Runs `job` on the [`LOOKING`] threads, `slot` held until it is done;
+/// where no thread can be started, here.
+#[cfg(feature = "cold-lookups")]
+pub(super) fn look_up(slot: Slot, job: impl FnOnce() + Send + 'static) {
+    let task = Task(Box::new(move || {
+        job();
+        drop(slot);
+    }));
+    if let Err(Task(job)) = LOOKING.submit(task) {
+        job();
+    }
+}
+
 impl Worker {
     /// How many bytes of `c`'s output may be sent now: none while the
     /// file bytes it would send next are being read in (it is driven
