@@ -335,9 +335,15 @@ pub(super) fn serve_found(
 /// (the request's own lookup answers them).
 pub fn warm(root: &Root, rel: &[u8], st: &crate::config::StaticConfig) {
     let one = |rel: &[u8]| -> Option<Kind> {
-        let mut budget = usize::MAX;
-        let entry = super::file_cache::load(root, rel, &mut budget, false).ok()?;
-        Some(entry.meta.kind)
+        let (_, meta) = root.stat(rel).ok()?;
+        // (A larger file is not opened here: the worker opens it once, and
+        // an open on FUSE drops the file's cached pages, waiting for the
+        // reads in under way.)
+        if meta.kind == Kind::File && meta.size <= super::file_cache::SMALL_FILE {
+            let mut budget = usize::MAX;
+            let _ = super::file_cache::load(root, rel, &mut budget, false);
+        }
+        Some(meta.kind)
     };
     let with_sidecars = |rel: &[u8]| {
         let kind = one(rel);
