@@ -282,6 +282,44 @@ fn a_file_whose_name_the_disk_must_be_read_for_holds_no_other_stream() {
     assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"cold\n"[..]));
 }
 
+/// A file on a filesystem that asks its server at each open (FUSE
+/// here; sshfs, rclone, s3fs and NFS do): its open (held: `open.bin`,
+/// 100,000 bytes, larger than what the cache reads in) is made off the
+/// loop with its lookup, and the small file is answered on another
+/// connection meanwhile; then the held file, whole, and again from the
+/// cache. Before, the name was looked up off the loop, but the open was
+/// the worker's, which waited for the server and answered no one.
+#[cfg(feature = "cold-lookups")]
+#[test]
+fn a_file_whose_open_the_server_holds_holds_no_other_client() {
+    let Some((s, mut gate)) = on_the_gated_disk("", 1) else {
+        return;
+    };
+    let mut opened = Client::connect(s.addr());
+    opened.send(b"GET /open.bin HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    gate.wait_held();
+    let mut small = Client::connect(s.addr());
+    small.send(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    // (A worker waiting for the server answers nothing: the read times out.)
+    the_small_answer(&mut small);
+    gate.open();
+    let whole = pattern(LARGE);
+    let r = opened.response();
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(
+        r.body == whole[..100_000],
+        "{} bytes, not open.bin's",
+        r.body.len()
+    );
+    let r = s.get("/open.bin");
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(
+        r.body == whole[..100_000],
+        "{} bytes, not open.bin's",
+        r.body.len()
+    );
+}
+
 /// HTTP/1.1, a multipart answer whose first range is short (100 KB: a
 /// file range, but sent without asking; in the page cache here, read
 /// before the disk held its reads again) and whose second is not: the second waits for the

@@ -206,13 +206,15 @@ impl FileCache {
     /// Whether a lookup not answered from this cache may wait for the
     /// disk (`true`, as by default), or fails with `WouldBlock` where it
     /// would (`false`): its path not in the kernel's caches
-    /// ([`Root::resolves_cached`]), or a small file's content not in the
-    /// page cache. The path that failed is kept ([`FileCache::went_cold`]).
-    /// A probe for a file that is usually not there ([`FileCache::probe`]:
-    /// a precompressed variant) is made all the same: it follows the
-    /// lookup of the file it would accompany, whose directory was read
-    /// from the disk by then, and a name never looked up that does not
-    /// exist is in no cache (each such probe would go to a thread).
+    /// ([`Root::resolves_cached`]), a small file's content not in the
+    /// page cache, or any lookup beneath a root on a network or FUSE
+    /// filesystem ([`Root::remote`]). The path that failed is kept
+    /// ([`FileCache::went_cold`]). On a local disk, a probe for a file
+    /// that is usually not there ([`FileCache::probe`]: a precompressed
+    /// variant) is made all the same: it follows the lookup of the file it
+    /// would accompany, whose directory was read from the disk by then,
+    /// and a name never looked up that does not exist is in no cache
+    /// (each such probe would go to a thread).
     #[cfg(feature = "cold-lookups")]
     pub fn wait_cold(&mut self, wait: bool) {
         self.cold_check = !wait;
@@ -285,6 +287,7 @@ impl FileCache {
         keep_misses: bool,
     ) -> io::Result<Rc<Entry>> {
         if self.capacity == 0 {
+            // (Nothing would keep what a thread found: on the loop.)
             #[cfg(feature = "cold-lookups")]
             if self.cold_check && keep_misses && !root.resolves_cached(rel) {
                 return Err(cold(&mut self.went_cold, rel));
@@ -296,16 +299,106 @@ impl FileCache {
             // to build on the single-site path.
             return self.lookup_key(root, rel, rel, keep_misses);
         }
-        // A relative path never starts with NUL: a NUL and the site's
-        // number keep other sites' keys apart from the default site's.
         let mut key = std::mem::take(&mut self.key);
-        key.clear();
-        key.push(0);
-        key.extend_from_slice(&self.site.to_le_bytes());
-        key.extend_from_slice(rel);
+        site_key(self.site, rel, &mut key);
         let found = self.lookup_key(root, rel, &key, keep_misses);
         self.key = key;
         found
+    }
+
+    /// The version of `rel` of site `site` (see [`FileCache::for_site`])
+    /// the cache holds, if any, fresh or not: for [`find`].
+    #[cfg(feature = "cold-lookups")]
+    pub fn known(&self, site: usize, rel: &[u8]) -> Option<Meta> {
+        match &self.map.get(&*key(site, rel))?.result {
+            Ok(e) => Some(e.meta),
+            Err(_) => None,
+        }
+    }
+
+    /// Keeps what the lookups of a request made off the loop found
+    /// ([`find`]), each as a lookup here would have, fresh from now:
+    /// the path, and its variants' (each miss kept too where one of
+    /// them exists or the path has no entry, for a probe to find; where
+    /// a file has none, it remembers so, as
+    /// [`FileCache::remember_sidecars`]).
+    #[cfg(feature = "cold-lookups")]
+    pub fn install(&mut self, site: usize, looked: Looked) {
+        let file = self.install_one(site, &looked.rel, looked.found, true);
+        if looked.sidecars.is_empty() {
+            return;
+        }
+        let some = looked
+            .sidecars
+            .iter()
+            .any(|(_, f)| matches!(f, Found::Same | Found::Now(Ok(_))));
+        // (A path not found has no entry to remember it on: a variant
+        // alone may be served, each is probed.)
+        let keep = some || file.is_none();
+        for (rel, found) in looked.sidecars {
+            self.install_one(site, &rel, found, keep);
+        }
+        if let (Some(file), false) = (file, some) {
+            file.sidecars.set(Some((self.now + self.valid, false)));
+        }
+    }
+
+    /// [`FileCache::install`]'s work for one path: its entry, if one is
+    /// kept (a miss only if `keep_misses`).
+    #[cfg(feature = "cold-lookups")]
+    fn install_one(
+        &mut self,
+        site: usize,
+        rel: &[u8],
+        found: Found,
+        keep_misses: bool,
+    ) -> Option<Rc<Entry>> {
+        if self.capacity == 0 {
+            return None;
+        }
+        let key = key(site, rel);
+        let fresh_until = self.now + self.valid;
+        let now = match found {
+            Found::Same => {
+                let slot = self.map.get_mut(&*key)?;
+                slot.fresh_until = fresh_until;
+                return slot.result.as_ref().ok().cloned();
+            }
+            Found::Now(Ok(now)) => Ok(now),
+            // (Kept as a lookup here keeps them: see `lookup_key`.)
+            Found::Now(Err(e)) => match (e.raw_os_error(), lookup_status(&e)) {
+                (Some(errno), Status::NOT_FOUND | Status::FORBIDDEN) if keep_misses => Err(errno),
+                _ => return None,
+            },
+        };
+        if let Some(Slot { result: Ok(e), .. }) = self.map.remove(&*key) {
+            if let Some(Source::Mem(m)) = &e.source {
+                self.mem -= m.len();
+            }
+        }
+        if self.map.len() >= self.capacity {
+            self.map.clear();
+            self.mem = 0;
+        }
+        let result = now.map(|(meta, file)| {
+            let source = file.map(|(file, content)| match content {
+                Some(c) if c.len() <= MEM_BUDGET.saturating_sub(self.mem) => {
+                    self.mem += c.len();
+                    Source::Mem(c.into())
+                }
+                _ => Source::File(Rc::new(file)),
+            });
+            entry(meta, source)
+        });
+        let kept = result.as_ref().ok().cloned();
+        self.map.insert(
+            key.into(),
+            Slot {
+                result,
+                fresh_until,
+            },
+        );
+        kept
     }
 
     /// [`FileCache::lookup_keeping`] with the cache's key for `rel`.
@@ -329,7 +422,7 @@ impl FileCache {
             }
             #[cfg(feature = "cold-lookups")]
             {
-                if self.cold_check && keep_misses && !root.resolves_cached(rel) {
+                if self.cold_check && would_wait(root, rel, keep_misses) {
                     return Err(cold(&mut self.went_cold, rel));
                 }
                 asked = true;
@@ -350,7 +443,7 @@ impl FileCache {
             }
         }
         #[cfg(feature = "cold-lookups")]
-        if self.cold_check && keep_misses && !asked && !root.resolves_cached(rel) {
+        if self.cold_check && !asked && would_wait(root, rel, keep_misses) {
             return Err(cold(&mut self.went_cold, rel));
         }
         if !keep_misses {
@@ -411,6 +504,98 @@ impl FileCache {
     }
 }
 
+/// The cache's key for `rel` of site `site` (other than the default
+/// one, 0, whose keys are the paths themselves), in `key`.
+fn site_key(site: usize, rel: &[u8], key: &mut Vec<u8>) {
+    // A relative path never starts with NUL: a NUL and the site's
+    // number keep other sites' keys apart from the default site's.
+    key.clear();
+    key.push(0);
+    key.extend_from_slice(&site.to_le_bytes());
+    key.extend_from_slice(rel);
+}
+
+/// The cache's key for `rel` of site `site`.
+#[cfg(feature = "cold-lookups")]
+fn key(site: usize, rel: &[u8]) -> Vec<u8> {
+    if site == 0 {
+        return rel.to_vec();
+    }
+    let mut key = Vec::new();
+    site_key(site, rel, &mut key);
+    key
+}
+
+/// What a lookup made off the event loop found ([`find`]), for the
+/// worker's cache to keep ([`FileCache::install`]).
+#[cfg(feature = "cold-lookups")]
+#[derive(Debug)]
+pub enum Found {
+    /// The version the cache holds: its entry is trusted again.
+    Same,
+    /// What the path names now, or why it cannot be looked up.
+    Now(io::Result<Opened>),
+}
+
+/// What a path names ([`Found::Now`]): its metadata, and for a regular
+/// file the file opened and, when small, its content.
+#[cfg(feature = "cold-lookups")]
+pub type Opened = (Meta, Option<(File, Option<Vec<u8>>)>);
+
+/// What [`find`] found of a path a request looks up (`rel`), and of its
+/// precompressed variants (`sidecars`: each path and what was found).
+#[cfg(feature = "cold-lookups")]
+#[derive(Debug)]
+pub struct Looked {
+    /// The path (relative to the site's root).
+    pub rel: Vec<u8>,
+    /// What it names.
+    pub found: Found,
+    /// Its precompressed variants' paths, and what each names.
+    pub sidecars: Vec<(Vec<u8>, Found)>,
+}
+
+/// Looks `rel` up beneath `root` as [`FileCache::lookup`] would, off the
+/// event loop (a thread's work: nothing of it is the worker's); `known`,
+/// the version the worker's cache holds, is not opened again.
+#[cfg(feature = "cold-lookups")]
+pub fn find(root: &Root, rel: &[u8], known: Option<&Meta>) -> Found {
+    let found = || -> io::Result<Option<_>> {
+        let (_, meta) = root.stat(rel)?;
+        if known.is_some_and(|k| same_version(k, &meta)) {
+            return Ok(None);
+        }
+        if meta.kind != Kind::File {
+            return Ok(Some((meta, None)));
+        }
+        let (file, meta) = root.open_file(rel)?;
+        let mut content = None;
+        if meta.size <= SMALL_FILE {
+            let mut bytes = vec![0u8; meta.size as usize];
+            file.read_exact_at(&mut bytes, 0)?;
+            content = Some(bytes);
+        }
+        Ok(Some((meta, Some((file, content)))))
+    };
+    match found() {
+        Ok(None) => Found::Same,
+        Ok(Some(now)) => Found::Now(Ok(now)),
+        Err(e) => Found::Now(Err(e)),
+    }
+}
+
+/// Whether looking `rel` up beneath `root` (not fresh in the cache) may
+/// wait: on a network or FUSE filesystem ([`Root::remote`]) any lookup
+/// may (a server is asked again for the attributes and at each open,
+/// whatever the kernel's caches hold); elsewhere one whose path is not
+/// in the kernel's caches ([`Root::resolves_cached`]). A probe for a
+/// file that is usually not there (`keep_misses` false) is made all the
+/// same on a local disk (see [`FileCache::wait_cold`]).
+#[cfg(feature = "cold-lookups")]
+fn would_wait(root: &Root, rel: &[u8], keep_misses: bool) -> bool {
+    root.remote() || keep_misses && !root.resolves_cached(rel)
+}
+
 /// `rel`'s lookup would wait for the disk: kept in `went` (the first
 /// such), and the error said.
 #[cfg(feature = "cold-lookups")]
@@ -443,14 +628,7 @@ pub(super) fn load(
 ) -> io::Result<Rc<Entry>> {
     let (_, meta) = root.stat(rel)?;
     if meta.kind != Kind::File {
-        return Ok(Rc::new(Entry {
-            meta,
-            source: None,
-            validators: Box::default(),
-            sidecars: Cell::new(None),
-            sniffed: Cell::new(None),
-            variants: RefCell::default(),
-        }));
+        return Ok(entry(meta, None));
     }
     let (file, meta) = root.open_file(rel)?;
     let source = if meta.size <= SMALL_FILE && (meta.size as usize) <= *budget {
@@ -465,6 +643,27 @@ pub(super) fn load(
     } else {
         Source::File(Rc::new(file))
     };
+    Ok(entry(meta, Some(source)))
+}
+
+/// The entry of what `meta` describes: with its content and validators
+/// when it is a regular file (`source`).
+fn entry(meta: Meta, source: Option<Source>) -> Rc<Entry> {
+    Rc::new(Entry {
+        validators: match source {
+            Some(_) => validators(&meta),
+            None => Box::default(),
+        },
+        meta,
+        source,
+        sidecars: Cell::new(None),
+        sniffed: Cell::new(None),
+        variants: RefCell::default(),
+    })
+}
+
+/// `ETag: "…"\r\nLast-Modified: …\r\n` for the file `meta` describes.
+fn validators(meta: &Meta) -> Box<[u8]> {
     let mut validators = Vec::with_capacity(80);
     validators.extend_from_slice(b"ETag: ");
     conditional::write_etag(
@@ -484,19 +683,91 @@ pub(super) fn load(
     format_http_date(meta.mtime.min(now), &mut date);
     validators.extend_from_slice(&date);
     validators.extend_from_slice(b"\r\n");
-    Ok(Rc::new(Entry {
-        meta,
-        source: Some(source),
-        validators: validators.into(),
-        sidecars: Cell::new(None),
-        sniffed: Cell::new(None),
-        variants: RefCell::default(),
-    }))
+    validators.into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On a network or FUSE filesystem, every lookup not fresh in the
+    /// cache may wait (probes too): none is made while lookups may not
+    /// wait. What a thread found is kept, fresh: small content in memory,
+    /// a large file's descriptor, its variants' misses where one of them
+    /// exists, and that it has none where none does; a version the cache
+    /// holds is not opened again.
+    #[cfg(feature = "cold-lookups")]
+    #[test]
+    fn a_remote_root_s_lookups_are_made_off_the_loop_and_kept() {
+        let dir = std::env::temp_dir().join(format!("brisk-fremote-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.html"), b"a").unwrap();
+        std::fs::write(dir.join("a.html.gz"), b"gz").unwrap();
+        std::fs::write(dir.join("big"), vec![b'b'; SMALL_FILE as usize + 1]).unwrap();
+        let mut root = Root::open(&dir, false).unwrap();
+        root.force_remote();
+        let mut cache = FileCache::new(16, Duration::from_secs(60));
+        let would_wait =
+            |r: io::Result<Rc<Entry>>| r.unwrap_err().kind() == io::ErrorKind::WouldBlock;
+        cache.wait_cold(false);
+        assert!(would_wait(cache.lookup(&root, b"a.html")));
+        assert_eq!(cache.went_cold().as_deref(), Some(&b"a.html"[..]));
+        cache.wait_cold(false);
+        assert!(
+            would_wait(cache.probe(&root, b"a.html.br")),
+            "a probe waits too"
+        );
+        assert!(cache.went_cold().is_some());
+        let looked = |rel: &[u8], known: Option<&Meta>, sidecars: &[&str]| Looked {
+            rel: rel.to_vec(),
+            found: find(&root, rel, known),
+            sidecars: sidecars
+                .iter()
+                .map(|s| {
+                    let path = [rel, s.as_bytes()].concat();
+                    let found = find(&root, &path, None);
+                    (path, found)
+                })
+                .collect(),
+        };
+        cache.install(0, looked(b"a.html", None, &[".br", ".gz"]));
+        cache.install(0, looked(b"big", None, &[".br", ".gz"]));
+        cache.wait_cold(false);
+        let a = cache.lookup(&root, b"a.html").unwrap();
+        assert!(matches!(&a.source, Some(Source::Mem(m)) if &m[..] == b"a"));
+        assert_eq!(cache.sidecars_known(&a), None, "one exists: each is probed");
+        let br = cache.probe(&root, b"a.html.br").unwrap_err();
+        assert_eq!(br.kind(), io::ErrorKind::NotFound, "the miss was kept");
+        assert!(cache.probe(&root, b"a.html.gz").is_ok());
+        let big = cache.lookup(&root, b"big").unwrap();
+        assert!(matches!(&big.source, Some(Source::File(_))));
+        assert_eq!(cache.sidecars_known(&big), Some(false), "none exists");
+        cache.install(0, looked(b"gone.html", None, &[".br", ".gz"]));
+        let gone = cache.lookup(&root, b"gone.html").unwrap_err();
+        assert_eq!(gone.kind(), io::ErrorKind::NotFound);
+        let gz = cache.probe(&root, b"gone.html.gz").unwrap_err();
+        assert_eq!(gz.kind(), io::ErrorKind::NotFound, "a missing file's variants: kept");
+        assert!(cache.went_cold().is_none(), "all from the cache");
+        // Trusted no longer: asked again, off the loop.
+        cache.set_now(Instant::now() + Duration::from_secs(120));
+        cache.wait_cold(false);
+        assert!(would_wait(cache.lookup(&root, b"big")));
+        cache.went_cold();
+        let known = cache.known(0, b"big").unwrap();
+        assert!(matches!(find(&root, b"big", Some(&known)), Found::Same));
+        cache.install(0, looked(b"big", Some(&known), &[]));
+        cache.wait_cold(false);
+        assert!(
+            Rc::ptr_eq(&cache.lookup(&root, b"big").unwrap(), &big),
+            "the same entry"
+        );
+        std::fs::write(dir.join("big"), b"now small").unwrap();
+        cache.install(0, looked(b"big", Some(&known), &[]));
+        let now = cache.lookup(&root, b"big").unwrap();
+        assert!(matches!(&now.source, Some(Source::Mem(m)) if &m[..] == b"now small"));
+        assert!(cache.went_cold().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn probes_that_miss_take_no_slot() {

@@ -327,43 +327,81 @@ pub(super) fn serve_found(
 }
 
 #[cfg(feature = "cold-lookups")]
-/// Looks up `rel` beneath `root` from the disk, as a request for it would
-/// (see [`FileCache`]), so that the kernel's caches hold what the
-/// request's routing again looks up: the path, its precompressed
-/// variants if `sidecars`, a directory's `index` files, and the content of
-/// each small file found. Run off the event loop; errors say nothing here
-/// (the request's own lookup answers them).
-pub fn warm(root: &Root, rel: &[u8], st: &crate::config::StaticConfig) {
-    let one = |rel: &[u8]| -> Option<Kind> {
-        let (_, meta) = root.stat(rel).ok()?;
-        // (A larger file is not opened here: the worker opens it once, and
-        // an open on FUSE drops the file's cached pages, waiting for the
-        // reads in under way.)
-        if meta.kind == Kind::File && meta.size <= super::file_cache::SMALL_FILE {
-            let mut budget = usize::MAX;
-            let _ = super::file_cache::load(root, rel, &mut budget, false);
-        }
-        Some(meta.kind)
-    };
-    let with_sidecars = |rel: &[u8]| {
-        let kind = one(rel);
+/// Looks up `rel` beneath `root` from the disk, off the event loop, as a
+/// request for it would ([`FileCache::lookup`]; the worker's cache keeps
+/// what is found, [`FileCache::install`]): the path, its precompressed
+/// variants if `precompressed`, and for a directory its `index` files
+/// with theirs. `known`: the versions of these paths the worker's cache
+/// holds ([`FileCache::known`]), which are not opened again.
+pub fn look(
+    root: &Root,
+    rel: &[u8],
+    st: &crate::config::StaticConfig,
+    known: &[(Vec<u8>, Meta)],
+) -> Vec<super::file_cache::Looked> {
+    use super::file_cache::{find, Found, Looked};
+    let known = |rel: &[u8]| known.iter().find(|(p, _)| p == rel).map(|(_, m)| m);
+    let one = |rel: Vec<u8>| {
+        let was = known(&rel);
+        let found = find(root, &rel, was);
+        let kind = match &found {
+            Found::Same => was.map(|m| m.kind),
+            Found::Now(Ok((m, _))) => Some(m.kind),
+            Found::Now(Err(_)) => None,
+        };
+        let mut sidecars = Vec::new();
         if st.precompressed && kind != Some(Kind::Dir) {
             for (_, suffix) in SIDECARS {
-                one(&[rel, suffix].concat());
+                let path = [&rel[..], suffix].concat();
+                let found = find(root, &path, known(&path));
+                sidecars.push((path, found));
             }
         }
-        kind
+        (
+            Looked {
+                rel,
+                found,
+                sidecars,
+            },
+            kind,
+        )
     };
-    if with_sidecars(rel) == Some(Kind::Dir) {
+    let (first, kind) = one(rel.to_vec());
+    let mut all = vec![first];
+    if kind == Some(Kind::Dir) {
         for name in &st.index {
-            let mut path = rel.to_vec();
-            if !path.is_empty() && !path.ends_with(b"/") {
-                path.push(b'/');
-            }
-            path.extend_from_slice(name.as_bytes());
-            with_sidecars(&path);
+            all.push(one(index_path(rel, name)).0);
         }
     }
+    all
+}
+
+#[cfg(feature = "cold-lookups")]
+/// The paths [`look`] looks at for `rel`, whose versions the worker's
+/// cache may hold: `rel`, a directory's index files, and each one's
+/// precompressed variants.
+pub fn looked_at(rel: &[u8], st: &crate::config::StaticConfig) -> Vec<Vec<u8>> {
+    let mut paths = vec![rel.to_vec()];
+    paths.extend(st.index.iter().map(|name| index_path(rel, name)));
+    if st.precompressed {
+        for i in 0..paths.len() {
+            for (_, suffix) in SIDECARS {
+                paths.push([&paths[i][..], suffix].concat());
+            }
+        }
+    }
+    paths
+}
+
+#[cfg(feature = "cold-lookups")]
+/// The path of index file `name` of the directory `rel`.
+fn index_path(rel: &[u8], name: &str) -> Vec<u8> {
+    let mut path = rel.to_vec();
+    if !path.is_empty() && !path.ends_with(b"/") {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name.as_bytes());
+    path
 }
 
 /// The body of the file at `rel` (an `[errors]` page) and its length,

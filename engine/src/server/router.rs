@@ -114,6 +114,28 @@ pub struct Cold {
     rel: Vec<u8>,
 }
 
+#[cfg(feature = "cold-lookups")]
+impl Cold {
+    /// The site.
+    pub fn site(&self) -> usize {
+        self.site
+    }
+
+    /// The path, relative to the site's root.
+    pub fn rel(&self) -> &[u8] {
+        &self.rel
+    }
+}
+
+/// What the lookups of a [`Cold`] found, off the loop: its site's, for
+/// [`Router::install_cold`].
+#[cfg(feature = "cold-lookups")]
+#[derive(Debug)]
+pub struct Looks {
+    site: usize,
+    looked: Vec<crate::handlers::file_cache::Looked>,
+}
+
 /// Who answers a request once its whole body is held; the engine only
 /// holds it and hands it back.
 #[derive(Debug)]
@@ -660,16 +682,37 @@ impl Router {
         Routed::Answer(plan)
     }
 
-    /// What makes the lookups of `cold` from the disk, on a thread: the
-    /// path, its precompressed variants (`.br`, `.zst`, `.gz`) and, for
-    /// a directory, its index files, each read in if small (what the
-    /// request's routing again looks up first); `None` if the site's
-    /// root cannot be handed over (out of descriptors).
+    /// What makes the lookups of `cold` from the disk, on a thread
+    /// ([`static_files::look`]: the path, its precompressed variants and,
+    /// for a directory, its index files, what the request's routing again
+    /// looks up first), and returns what they found for
+    /// [`Router::install_cold`]; `None` if the site's root cannot be
+    /// handed over (out of descriptors).
     #[cfg(feature = "cold-lookups")]
-    pub fn cold_lookups(&self, cold: Cold) -> Option<impl FnOnce() + Send + 'static> {
+    pub fn cold_lookups(&mut self, cold: Cold) -> Option<impl FnOnce() -> Looks + Send + 'static> {
         let root = self.files[cold.site].root().try_clone().ok()?;
         let cfg = Arc::clone(&self.cfg);
-        Some(move || static_files::warm(&root, &cold.rel, &cfg.site(cold.site).static_files))
+        let st = &cfg.site(cold.site).static_files;
+        let known: Vec<_> = static_files::looked_at(&cold.rel, st)
+            .into_iter()
+            .filter_map(|path| self.cache.known(cold.site, &path).map(|meta| (path, meta)))
+            .collect();
+        Some(move || {
+            let st = &cfg.site(cold.site).static_files;
+            Looks {
+                site: cold.site,
+                looked: static_files::look(&root, &cold.rel, st, &known),
+            }
+        })
+    }
+
+    /// Keeps in the file cache what a request's cold lookups found
+    /// ([`Router::cold_lookups`]): routed again, it finds them there.
+    #[cfg(feature = "cold-lookups")]
+    pub fn install_cold(&mut self, looks: Looks) {
+        for looked in looks.looked {
+            self.cache.install(looks.site, looked);
+        }
     }
 
     /// The site that answers the request: the one its host names (RFC

@@ -116,6 +116,9 @@ pub struct Root {
     follow_outside: bool,
     /// Use the component-walk fallback even if `openat2` exists (tests).
     force_fallback: bool,
+    /// On a network or FUSE filesystem ([`Root::remote`]).
+    #[cfg(feature = "cold-lookups")]
+    remote: bool,
 }
 
 impl Root {
@@ -134,10 +137,29 @@ impl Root {
         let path = std::fs::canonicalize(path)?;
         Ok(Root {
             fd,
+            #[cfg(feature = "cold-lookups")]
+            remote: fs_kind(&path).is_some_and(remote_kind),
             path,
             follow_outside,
             force_fallback: false,
         })
+    }
+
+    /// Whether the root is on a filesystem whose every lookup may wait
+    /// for a server, whatever the kernel's caches hold: NFS, SMB, Ceph,
+    /// 9p, AFS, a cluster's, or FUSE (sshfs, rclone, s3fs: the attributes
+    /// are asked for again once their time is up, and each open is the
+    /// server's). (A local disk mounted beneath it is taken as such too;
+    /// a remote one beneath a local root is not seen.)
+    #[cfg(feature = "cold-lookups")]
+    pub fn remote(&self) -> bool {
+        self.remote
+    }
+
+    /// Takes the root for one on a remote filesystem (tests).
+    #[cfg(feature = "cold-lookups")]
+    pub fn force_remote(&mut self) {
+        self.remote = true;
     }
 
     /// Forces the no-`openat2` fallback, to test it on any kernel.
@@ -191,6 +213,7 @@ impl Root {
             path: self.path.clone(),
             follow_outside: self.follow_outside,
             force_fallback: self.force_fallback,
+            remote: self.remote,
         })
     }
 
@@ -847,24 +870,56 @@ pub fn folds_case(dir: &Path) -> bool {
     folds
 }
 
+/// FUSE's `statfs` type (`FUSE_SUPER_MAGIC`); SMB's two follow.
+const FUSE: i64 = 0x6573_5546;
+const CIFS: i64 = 0xff53_4d42_u32 as i64;
+const SMB2: i64 = 0xfe53_4d42_u32 as i64;
+
+/// The kind of filesystem `dir` is on (`statfs`'s `f_type`, as in
+/// statfs(2)), if it can be told.
+fn fs_kind(dir: &Path) -> Option<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: plain old data written by the kernel.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path, a valid out-pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_type as i64 & 0xffff_ffff)
+}
+
+/// Whether a filesystem of `kind` ([`fs_kind`]) asks a server (see
+/// [`Root::remote`]): FUSE, NFS, SMB (three types), Ceph, 9p, AFS (two),
+/// Coda, GFS2, OCFS2, Lustre, OrangeFS.
+#[cfg(feature = "cold-lookups")]
+fn remote_kind(kind: i64) -> bool {
+    matches!(
+        kind,
+        FUSE | CIFS
+            | SMB2
+            | 0x517b
+            | 0x6969
+            | 0x00c3_6400
+            | 0x0102_1997
+            | 0x5346_414f
+            | 0x6b41_4653
+            | 0x7375_7245
+            | 0x0116_1970
+            | 0x7461_636f
+            | 0x0bd0_0bd0
+            | 0x2003_0528
+    )
+}
+
 /// [`folds_case`], told afresh.
 fn probe_case(dir: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     const MSDOS: i64 = 0x4d44;
     const EXFAT: i64 = 0x2011_bab0;
-    const FUSE: i64 = 0x6573_5546;
-    const CIFS: i64 = 0xff53_4d42_u32 as i64;
-    const SMB2: i64 = 0xfe53_4d42_u32 as i64;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+    let Some(kind) = fs_kind(dir) else {
         return false;
     };
-    // SAFETY: plain old data written by the kernel.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path, a valid out-pointer.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return false;
-    }
-    let kind = st.f_type as i64 & 0xffff_ffff;
     if matches!(kind, MSDOS | EXFAT) {
         return true;
     }

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A disk that does not answer until told: a FUSE filesystem (the kernel's
 protocol on /dev/fuse, spoken here with the standard library alone) of
-three read-only files, `large.bin`, `small.txt` and `cold.txt`, whose
-reads of `large.bin` and lookups of `cold.txt` (a name not yet in the
-kernel's caches, on a disk that must be read to find it) are held until a
+four read-only files, `large.bin`, `small.txt`, `cold.txt` and
+`open.bin`, whose reads of `large.bin`, lookups of `cold.txt` (a name not
+yet in the kernel's caches, on a disk that must be read to find it) and
+opens of `open.bin` (a server asked at each open, as sshfs's or NFS's
+is; its bytes are the first 100,000 of `large.bin`) are held until a
 line arrives on stdin (or stdin ends). The
 test sees a read held (a line `held` on stdout) and what the server does
 meanwhile. A line `count` instead says how many reads of `large.bin`
@@ -28,7 +30,7 @@ import struct
 import sys
 
 
-ROOT, LARGE, SMALL, COLD = 1, 2, 3, 4
+ROOT, LARGE, SMALL, COLD, OPENED = 1, 2, 3, 4, 5
 IN_HEADER = struct.Struct("<IIQQIIIHH")  # 40 bytes
 OUT_HEADER = struct.Struct("<IiQ")  # 16 bytes
 LOOKUP, FORGET, GETATTR, OPEN, READ, STATFS, RELEASE = 1, 2, 3, 14, 15, 17, 18
@@ -56,7 +58,8 @@ def main():
     disk_free, reading = 0.0, []
     with open(sys.argv[2], "rb") as f:
         files = {LARGE: f.read(), SMALL: b"small\n", COLD: b"cold\n"}
-    names = {b"large.bin": LARGE, b"small.txt": SMALL, b"cold.txt": COLD}
+    files[OPENED] = files[LARGE][:100_000]
+    names = {b"large.bin": LARGE, b"small.txt": SMALL, b"cold.txt": COLD, b"open.bin": OPENED}
     size = {node: len(data) for node, data in files.items()}
     size[ROOT] = 0
 
@@ -86,7 +89,11 @@ def main():
             out = struct.pack("<QQQQII", child, 0, 1, 1, 0, 0)
             reply(unique, 0, out + attr(child, size[child]))
 
-    answer = {LOOKUP: lookup_reply, READ: read_reply}
+    def open_reply(unique, _node, _body):
+        # fh, open_flags, padding
+        reply(unique, 0, struct.pack("<QII", 0, 0, 0))
+
+    answer = {LOOKUP: lookup_reply, READ: read_reply, OPEN: open_reply}
 
     while True:
         while reading and reading[0][0] <= time.monotonic():
@@ -145,8 +152,11 @@ def main():
                 lookup_reply(unique, node, body)
         elif op == GETATTR:
             reply(unique, 0, struct.pack("<QII", 1, 0, 0) + attr(node, size[node]))
+        elif op == OPEN and node == OPENED and not gate_open:
+            held.append((op, unique, node, body))
+            print("held", flush=True)
         elif op in (OPEN, OPENDIR):
-            reply(unique, 0, struct.pack("<QII", 0, 0, 0))
+            open_reply(unique, node, body)
         elif op == READ:
             large_reads += node == LARGE
             if node == LARGE and not gate_open:

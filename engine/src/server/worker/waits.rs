@@ -277,9 +277,10 @@ impl Worker {
     /// Holds request `r` while the lookups of `cold` are made from the
     /// disk on a `brisk-look` thread, then routes it again, as after a
     /// password check: the worker's other connections are served
-    /// meanwhile. Where no thread can take them (as many reads are under
-    /// way as may be), it is routed again at once, its lookups waiting
-    /// for the disk on the loop as before.
+    /// meanwhile. The same lookups already under way for another request
+    /// answer this one too. Where no thread can take them (as many reads
+    /// are under way as may be), it is routed again at once, its lookups
+    /// waiting for the disk on the loop as before.
     #[cfg(feature = "cold-lookups")]
     #[cold]
     #[inline(never)]
@@ -292,6 +293,13 @@ impl Worker {
         cold: Cold,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
+        let (site, rel) = (cold.site(), cold.rel().to_vec());
+        if self.wakeups.cold_under_way(site, &rel) {
+            r.colds += 1;
+            let ex = self.hold_for_check(c, r, stream, redirects);
+            self.wakeups.join_cold(site, &rel, ex);
+            return self.hold_at(c, r, stream, ex, decoder);
+        }
         let (Some(slot), Some(lookups)) =
             (super::warm::read_slot(), self.router.cold_lookups(cold))
         else {
@@ -300,32 +308,34 @@ impl Worker {
         };
         r.colds += 1;
         let ex = self.hold_for_check(c, r, stream, redirects);
-        let done = self.wakeups.cold_done(ex);
-        super::warm::look_up(slot, move || {
-            lookups();
-            done.now();
-        });
+        let done = self.wakeups.cold_done(ex, site, rel);
+        super::warm::look_up(slot, move || done(lookups()));
         self.hold_at(c, r, stream, ex, decoder)
     }
 
-    /// Takes the requests whose cold lookups were made: each is routed
-    /// again (see [`Worker::cold_later`]).
+    /// Takes the requests whose cold lookups were made: what the lookups
+    /// found is kept, and each request held for them is routed again (see
+    /// [`Worker::cold_later`]).
     #[cfg(feature = "cold-lookups")]
     #[inline(never)]
     pub(super) fn take_colds(&mut self) {
-        while let Some(ex) = self.wakeups.next_cold() {
-            // (A stale id, of an exchange let go of, names nothing.)
-            let Some(Exchange {
-                conn,
-                task: Task::Wait(Wait::Check(w)),
-                ..
-            }) = ex.and_then(|ex| self.exchanges.get_mut(ex))
-            else {
-                continue;
-            };
-            w.ready = true;
-            let conn = *conn;
-            self.on_event(conn, true);
+        while let Some((looks, held)) = self.wakeups.next_cold() {
+            // (Kept for the requests to come even if these went.)
+            self.router.install_cold(looks);
+            for ex in held {
+                // (A stale id, of an exchange let go of, names nothing.)
+                let Some(Exchange {
+                    conn,
+                    task: Task::Wait(Wait::Check(w)),
+                    ..
+                }) = self.exchanges.get_mut(ex)
+                else {
+                    continue;
+                };
+                w.ready = true;
+                let conn = *conn;
+                self.on_event(conn, true);
+            }
         }
     }
 

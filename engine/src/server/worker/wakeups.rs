@@ -12,6 +12,8 @@ use crate::access::{Check, Checked};
 use crate::channel;
 use crate::handlers::stream::Wake;
 use crate::server::exchange::ExchangeId;
+#[cfg(feature = "cold-lookups")]
+use crate::server::router::Looks;
 
 /// A finished password check: the exchange it was for, its outcome.
 type Outcome = (ExchangeId, Checked);
@@ -29,12 +31,28 @@ pub(super) struct Wakeups {
     /// [`crate::handlers::stream::Later`]).
     streams_rx: channel::Receiver<usize>,
     /// Requests whose cold lookups were made (see `Worker::cold_later`):
-    /// their exchanges' [`ExchangeId::bits`] (a channel of the type the
-    /// later answers' is: no code of its own).
+    /// their exchanges, and what the lookups found.
     #[cfg(feature = "cold-lookups")]
-    colds_tx: channel::Sender<usize>,
+    colds_tx: channel::Sender<(ExchangeId, Looks)>,
     #[cfg(feature = "cold-lookups")]
-    colds_rx: channel::Receiver<usize>,
+    colds_rx: channel::Receiver<(ExchangeId, Looks)>,
+    /// The cold lookups under way.
+    #[cfg(feature = "cold-lookups")]
+    colds: Vec<UnderWay>,
+}
+
+/// Cold lookups under way: a popular file due to be checked again on a
+/// remote disk asks the disk once, not once a request.
+#[cfg(feature = "cold-lookups")]
+struct UnderWay {
+    /// The exchange whose request asked for them.
+    ex: ExchangeId,
+    /// Of what: the site, and the path.
+    site: usize,
+    rel: Vec<u8>,
+    /// The exchanges held for the same lookups since, which they answer
+    /// too.
+    also: Vec<ExchangeId>,
 }
 
 impl Wakeups {
@@ -60,6 +78,8 @@ impl Wakeups {
             colds_tx,
             #[cfg(feature = "cold-lookups")]
             colds_rx,
+            #[cfg(feature = "cold-lookups")]
+            colds: Vec::new(),
         };
         (wakeups, wake)
     }
@@ -77,23 +97,54 @@ impl Wakeups {
         self.checks_rx.try_recv().ok()
     }
 
-    /// What tells the worker that the cold lookups of the request held
-    /// in exchange `ex` were made, and wakes it ([`Wakeups::next_cold`]):
-    /// a [`Wake`] whose number is the exchange's, on a channel of its own.
+    /// Whether the lookups of `rel` of site `site` are under way.
     #[cfg(feature = "cold-lookups")]
-    pub(super) fn cold_done(&self, ex: ExchangeId) -> Wake {
-        Wake {
-            tx: self.colds_tx.clone(),
-            waker: Arc::clone(&self.waker),
-            conn: ex.bits(),
+    pub(super) fn cold_under_way(&self, site: usize, rel: &[u8]) -> bool {
+        self.colds.iter().any(|c| c.site == site && c.rel == rel)
+    }
+
+    /// Has the lookups under way of `rel` of site `site` answer the
+    /// request held in exchange `ex` too.
+    #[cfg(feature = "cold-lookups")]
+    pub(super) fn join_cold(&mut self, site: usize, rel: &[u8], ex: ExchangeId) {
+        if let Some(c) = self
+            .colds
+            .iter_mut()
+            .find(|c| c.site == site && c.rel == rel)
+        {
+            c.also.push(ex);
         }
     }
 
-    /// The next request whose cold lookups were made, if any (`None`
-    /// inside: an id that names nothing).
+    /// What tells the worker what the cold lookups of `rel` of site
+    /// `site`, for the request held in exchange `ex`, found, and wakes it
+    /// ([`Wakeups::next_cold`]); they are under way from now on.
     #[cfg(feature = "cold-lookups")]
-    pub(super) fn next_cold(&self) -> Option<Option<ExchangeId>> {
-        self.colds_rx.try_recv().ok().map(ExchangeId::from_bits)
+    pub(super) fn cold_done(
+        &mut self,
+        ex: ExchangeId,
+        site: usize,
+        rel: Vec<u8>,
+    ) -> impl FnOnce(Looks) + Send + 'static {
+        self.colds.push(UnderWay {
+            ex,
+            site,
+            rel,
+            also: Vec::new(),
+        });
+        reply(self.colds_tx.clone(), Arc::clone(&self.waker), ex)
+    }
+
+    /// The next cold lookups made, if any: what they found, and the
+    /// exchanges held for them.
+    #[cfg(feature = "cold-lookups")]
+    pub(super) fn next_cold(&mut self) -> Option<(Looks, Vec<ExchangeId>)> {
+        let (ex, looks) = self.colds_rx.try_recv().ok()?;
+        let mut held = vec![ex];
+        if let Some(at) = self.colds.iter().position(|c| c.ex == ex) {
+            held.append(&mut self.colds.swap_remove(at).also);
+        }
+        Some((looks, held))
     }
 
     /// The next connection whose later answer has moved, if any.
