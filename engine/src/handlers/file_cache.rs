@@ -746,7 +746,11 @@ mod tests {
         let gone = cache.lookup(&root, b"gone.html").unwrap_err();
         assert_eq!(gone.kind(), io::ErrorKind::NotFound);
         let gz = cache.probe(&root, b"gone.html.gz").unwrap_err();
-        assert_eq!(gz.kind(), io::ErrorKind::NotFound, "a missing file's variants: kept");
+        assert_eq!(
+            gz.kind(),
+            io::ErrorKind::NotFound,
+            "a missing file's variants: kept"
+        );
         assert!(cache.went_cold().is_none(), "all from the cache");
         // Trusted no longer: asked again, off the loop.
         cache.set_now(Instant::now() + Duration::from_secs(120));

@@ -294,22 +294,26 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
         let (site, rel) = (cold.site(), cold.rel().to_vec());
-        if self.wakeups.cold_under_way(site, &rel) {
-            r.colds += 1;
-            let ex = self.hold_for_check(c, r, stream, redirects);
-            self.wakeups.join_cold(site, &rel, ex);
-            return self.hold_at(c, r, stream, ex, decoder);
-        }
-        let (Some(slot), Some(lookups)) =
-            (super::warm::read_slot(), self.router.cold_lookups(cold))
-        else {
-            r.colds = super::warm::COLD_WAITS;
-            return self.route(c, r, stream, redirects, decoder);
+        // (None: the same lookups are under way for another request.)
+        let job = match self.wakeups.cold_under_way(site, &rel) {
+            true => None,
+            false => match (super::warm::read_slot(), self.router.cold_lookups(cold)) {
+                (Some(slot), Some(lookups)) => Some((slot, lookups)),
+                _ => {
+                    r.colds = super::warm::COLD_WAITS;
+                    return self.route(c, r, stream, redirects, decoder);
+                }
+            },
         };
         r.colds += 1;
         let ex = self.hold_for_check(c, r, stream, redirects);
-        let done = self.wakeups.cold_done(ex, site, rel);
-        super::warm::look_up(slot, move || done(lookups()));
+        match job {
+            None => self.wakeups.join_cold(site, &rel, ex),
+            Some((slot, lookups)) => {
+                let done = self.wakeups.cold_done(ex, site, rel);
+                super::warm::look_up(slot, move || done(lookups()));
+            }
+        }
         self.hold_at(c, r, stream, ex, decoder)
     }
 
