@@ -593,7 +593,7 @@ pub fn find(root: &Root, rel: &[u8], known: Option<&Meta>) -> Found {
 /// same on a local disk (see [`FileCache::wait_cold`]).
 #[cfg(feature = "cold-lookups")]
 fn would_wait(root: &Root, rel: &[u8], keep_misses: bool) -> bool {
-    root.remote() || keep_misses && !root.resolves_cached(rel)
+    root.remote(rel) || keep_misses && !root.resolves_cached(rel)
 }
 
 /// `rel`'s lookup would wait for the disk: kept in `went` (the first

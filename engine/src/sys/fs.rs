@@ -119,6 +119,10 @@ pub struct Root {
     /// On a network or FUSE filesystem ([`Root::remote`]).
     #[cfg(feature = "cold-lookups")]
     remote: bool,
+    /// The mount points of such filesystems beneath it, relative to it,
+    /// each with a `/` at its end.
+    #[cfg(feature = "cold-lookups")]
+    remote_beneath: Vec<Box<[u8]>>,
 }
 
 impl Root {
@@ -139,21 +143,30 @@ impl Root {
             fd,
             #[cfg(feature = "cold-lookups")]
             remote: fs_kind(&path).is_some_and(remote_kind),
+            #[cfg(feature = "cold-lookups")]
+            remote_beneath: remote_beneath(&path),
             path,
             follow_outside,
             force_fallback: false,
         })
     }
 
-    /// Whether the root is on a filesystem whose every lookup may wait
-    /// for a server, whatever the kernel's caches hold: NFS, SMB, Ceph,
-    /// 9p, AFS, a cluster's, or FUSE (sshfs, rclone, s3fs: the attributes
-    /// are asked for again once their time is up, and each open is the
-    /// server's). (A local disk mounted beneath it is taken as such too;
-    /// a remote one beneath a local root is not seen.)
+    /// Whether `rel` is on a filesystem whose every lookup may wait for
+    /// a server, whatever the kernel's caches hold: NFS, SMB, Ceph, 9p,
+    /// AFS, a cluster's, or FUSE (sshfs, rclone, s3fs: the attributes are
+    /// asked for again once their time is up, and each open is the
+    /// server's). The root's own filesystem is told by `statfs(2)`, those
+    /// mounted beneath it by the mount table, both when the root is opened
+    /// (a configuration read): one mounted later is seen at the next
+    /// reload. (A local disk mounted beneath a remote root is taken for
+    /// remote too.)
     #[cfg(feature = "cold-lookups")]
-    pub fn remote(&self) -> bool {
+    pub fn remote(&self, rel: &[u8]) -> bool {
         self.remote
+            || self
+                .remote_beneath
+                .iter()
+                .any(|point| rel.starts_with(point) || rel == &point[..point.len() - 1])
     }
 
     /// Takes the root for one on a remote filesystem (tests).
@@ -214,6 +227,7 @@ impl Root {
             follow_outside: self.follow_outside,
             force_fallback: self.force_fallback,
             remote: self.remote,
+            remote_beneath: self.remote_beneath.clone(),
         })
     }
 
@@ -912,6 +926,57 @@ fn remote_kind(kind: i64) -> bool {
     )
 }
 
+/// The mount points beneath `tree` (canonical) of filesystems that ask a
+/// server ([`Root::remote`]), by the mount table's kinds, relative to
+/// `tree`, each with a `/` at its end. (None is asked anything: a hung
+/// server's mount would hang a `statfs`.)
+#[cfg(feature = "cold-lookups")]
+fn remote_beneath(tree: &Path) -> Vec<Box<[u8]>> {
+    mount_table().map_or_else(Vec::new, |table| remote_points(&table, tree))
+}
+
+/// [`remote_beneath`] in the mount table `table` (`/proc/self/mountinfo`).
+#[cfg(feature = "cold-lookups")]
+fn remote_points(table: &[u8], tree: &Path) -> Vec<Box<[u8]>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut points = Vec::new();
+    for line in table.split(|&b| b == b'\n') {
+        let mut fields = line.split(|&b| b == b' ');
+        let Some(point) = fields.nth(4).map(unescape) else {
+            continue;
+        };
+        let kind = fields.skip_while(|f| *f != b"-").nth(1).unwrap_or_default();
+        let remote = kind.starts_with(b"fuse")
+            || matches!(
+                kind,
+                b"nfs"
+                    | b"nfs4"
+                    | b"cifs"
+                    | b"smb3"
+                    | b"smbfs"
+                    | b"ceph"
+                    | b"9p"
+                    | b"afs"
+                    | b"coda"
+                    | b"gfs2"
+                    | b"ocfs2"
+                    | b"lustre"
+                    | b"pvfs2"
+                    | b"glusterfs"
+            );
+        let point = Path::new(std::ffi::OsStr::from_bytes(&point));
+        match point.strip_prefix(tree) {
+            Ok(rel) if remote && !rel.as_os_str().is_empty() => {
+                let mut rel = rel.as_os_str().as_bytes().to_vec();
+                rel.push(b'/');
+                points.push(rel.into());
+            }
+            _ => {}
+        }
+    }
+    points
+}
+
 /// [`folds_case`], told afresh.
 fn probe_case(dir: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
@@ -1284,6 +1349,35 @@ mod tests {
         }
         let c = r.try_clone().unwrap();
         assert_eq!(read(&c, "sub/deep.txt").unwrap(), b"deep");
+    }
+
+    /// The mount points beneath a tree of filesystems that ask a server,
+    /// from a mount table: FUSE's kinds and the network ones, not a local
+    /// disk's; not the tree itself, nor one beside it that starts alike;
+    /// a mount point's escaped space read as a space.
+    #[cfg(feature = "cold-lookups")]
+    #[test]
+    fn remote_mounts_beneath_a_root_are_found_by_the_mount_table() {
+        let table = b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+            30 22 0:40 / /srv/www rw - ext4 /dev/sdb1 rw\n\
+            31 30 0:41 / /srv/www/media rw shared:5 - nfs4 nas:/media rw\n\
+            32 30 0:42 / /srv/www/big\\040files rw - fuse.rclone remote: rw\n\
+            33 30 0:43 / /srv/www/usb rw - vfat /dev/sdc1 rw\n\
+            34 22 0:44 / /srv/www2 rw - cifs //nas/www2 rw\n";
+        let points = remote_points(table, Path::new("/srv/www"));
+        let points: Vec<&[u8]> = points.iter().map(|p| &p[..]).collect();
+        assert_eq!(points, [&b"media/"[..], b"big files/"]);
+        let (_t, dir) = tree("remote");
+        let mut r = Root::open(&dir, false).unwrap();
+        if !fs_kind(&dir).is_some_and(remote_kind) {
+            assert!(
+                !r.remote(b"inside.txt"),
+                "a temporary directory on a local disk"
+            );
+        }
+        r.remote_beneath = vec![b"media/"[..].into()];
+        assert!(r.remote(b"media/a.jpg") && r.remote(b"media"));
+        assert!(!r.remote(b"mediator.txt") && !r.remote(b"inside.txt"));
     }
 
     fn read(root: &Root, rel: &str) -> io::Result<Vec<u8>> {

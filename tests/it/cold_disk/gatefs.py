@@ -12,12 +12,16 @@ meanwhile. A line `count` instead says how many reads of `large.bin`
 came so far (a line `reads N` on stdout), and opens nothing; a line
 `hold` shuts the gate again (for the reads to come).
 
-    gatefs.py MOUNTPOINT LARGE_FILE [MB_PER_S]
+    gatefs.py MOUNTPOINT LARGE_FILE [MB_PER_S] [--latency MS]
 
 `large.bin` holds the bytes of LARGE_FILE (read once, at start). With
 MB_PER_S, a slow disk instead (bench/cold-disk): no gate, each read of
 `large.bin` is answered once a disk of that rate, reading one request
-after the other, would have read it. Prints `mounted` once the mount is
+after the other, would have read it. With --latency, a server that far
+away instead (bench/cold-disk --remote): no gate, every lookup, attribute
+request and open answered MS milliseconds after it came (each on its own
+time, as over a network), and 2,000 more small files, `n0000.txt` to
+`n1999.txt`. Prints `mounted` once the mount is
 made. Ends at EOF on /dev/fuse (unmounted). Needs root (mount(2)).
 """
 
@@ -51,15 +55,27 @@ def attr(node, size):
 
 
 def main():
-    point = sys.argv[1]
+    args = sys.argv[1:]
+    # The far server: seconds to each answer, and the answers on their
+    # way (when each is due, in order).
+    latency, later = None, []
+    if "--latency" in args:
+        at = args.index("--latency")
+        latency = float(args[at + 1]) / 1000
+        del args[at:at + 2]
+    point = args[0]
     # The slow disk: bytes a second, when it is next free, and the reads
     # it is making (when each is done, in order).
-    rate = float(sys.argv[3]) * 1e6 if len(sys.argv) > 3 else None
+    rate = float(args[2]) * 1e6 if len(args) > 2 else None
     disk_free, reading = 0.0, []
-    with open(sys.argv[2], "rb") as f:
+    with open(args[1], "rb") as f:
         files = {LARGE: f.read(), SMALL: b"small\n", COLD: b"cold\n"}
     files[OPENED] = files[LARGE][:100_000]
     names = {b"large.bin": LARGE, b"small.txt": SMALL, b"cold.txt": COLD, b"open.bin": OPENED}
+    if latency is not None:
+        for i in range(2000):
+            files[100 + i] = f"n{i:04}\n".encode()
+            names[f"n{i:04}.txt".encode()] = 100 + i
     size = {node: len(data) for node, data in files.items()}
     size[ROOT] = 0
 
@@ -70,7 +86,7 @@ def main():
         sys.exit(f"mount: {os.strerror(ctypes.get_errno())}")
     print("mounted", flush=True)
 
-    held, gate_open, large_reads, pending = [], rate is not None, 0, b""
+    held, gate_open, large_reads, pending = [], rate is not None or latency is not None, 0, b""
     inputs = [fuse] if gate_open else [fuse, sys.stdin]
 
     def reply(unique, err=0, body=b""):
@@ -93,12 +109,20 @@ def main():
         # fh, open_flags, padding
         reply(unique, 0, struct.pack("<QII", 0, 0, 0))
 
+    def getattr_reply(unique, node, _body):
+        # attribute validity (1 s), padding
+        reply(unique, 0, struct.pack("<QII", 1, 0, 0) + attr(node, size[node]))
+
     answer = {LOOKUP: lookup_reply, READ: read_reply, OPEN: open_reply}
 
     while True:
         while reading and reading[0][0] <= time.monotonic():
             read_reply(*reading.pop(0)[1:])
-        wait = max(0.0, reading[0][0] - time.monotonic()) if reading else None
+        while later and later[0][0] <= time.monotonic():
+            _, then, *on = later.pop(0)
+            then(*on)
+        due = [q[0][0] for q in (reading, later) if q]
+        wait = max(0.0, min(due) - time.monotonic()) if due else None
         ready, _, _ = select.select(inputs, [], [], wait)
         if sys.stdin in ready:
             # (Read from the descriptor, every line it holds taken: a
@@ -134,6 +158,10 @@ def main():
             return
         _, op, unique, node, *_ = IN_HEADER.unpack_from(msg)
         body = msg[IN_HEADER.size:]
+        far = {LOOKUP: lookup_reply, GETATTR: getattr_reply, OPEN: open_reply}
+        if latency is not None and op in far:
+            later.append((time.monotonic() + latency, far[op], unique, node, body))
+            continue
         if op == INIT:
             major, minor, readahead, _flags = struct.unpack_from("<IIII", body)
             # major, minor, max_readahead, flags (FUSE_ASYNC_READ, and
@@ -151,7 +179,7 @@ def main():
             else:
                 lookup_reply(unique, node, body)
         elif op == GETATTR:
-            reply(unique, 0, struct.pack("<QII", 1, 0, 0) + attr(node, size[node]))
+            getattr_reply(unique, node, None)
         elif op == OPEN and node == OPENED and not gate_open:
             held.append((op, unique, node, body))
             print("held", flush=True)
