@@ -282,6 +282,21 @@ fn a_file_whose_name_the_disk_must_be_read_for_holds_no_other_stream() {
     assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"cold\n"[..]));
 }
 
+/// The answer to a GET of `path`, which the gated disk holds: the small
+/// file is answered on another connection while it is held (a worker
+/// waiting for the disk answers nothing: the read times out), then the
+/// gate lets it go.
+fn held_beside_the_small_answer(s: &Server, gate: &mut Gate, path: &str) -> Response {
+    let mut held = Client::connect(s.addr());
+    held.send(format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n").as_bytes());
+    gate.wait_held();
+    let mut small = Client::connect(s.addr());
+    small.send(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    the_small_answer(&mut small);
+    gate.open();
+    held.response()
+}
+
 /// A file on a filesystem that asks its server at each open (FUSE
 /// here; sshfs, rclone, s3fs and NFS do): its open (held: `open.bin`,
 /// 100,000 bytes, larger than what the cache reads in) is made off the
@@ -295,16 +310,8 @@ fn a_file_whose_open_the_server_holds_holds_no_other_client() {
     let Some((s, mut gate)) = on_the_gated_disk("", 1) else {
         return;
     };
-    let mut opened = Client::connect(s.addr());
-    opened.send(b"GET /open.bin HTTP/1.1\r\nHost: a.test\r\n\r\n");
-    gate.wait_held();
-    let mut small = Client::connect(s.addr());
-    small.send(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n");
-    // (A worker waiting for the server answers nothing: the read times out.)
-    the_small_answer(&mut small);
-    gate.open();
+    let r = held_beside_the_small_answer(&s, &mut gate, "/open.bin");
     let whole = pattern(LARGE);
-    let r = opened.response();
     assert_eq!(r.status, 200, "{}", r.head);
     assert!(
         r.body == whole[..100_000],
@@ -318,6 +325,33 @@ fn a_file_whose_open_the_server_holds_holds_no_other_client() {
         "{} bytes, not open.bin's",
         r.body.len()
     );
+}
+
+/// A FastCGI rule's script whose name the disk must be read for (held:
+/// `cold.txt`, which php-fpm runs as a script that prints its text): its
+/// lookup is made off the loop as a static file's is, the small file is
+/// answered on another connection meanwhile, then the script's answer.
+/// Before, the rule's lookup of its script waited on the loop.
+#[cfg(all(feature = "cold-lookups", feature = "upstreams"))]
+#[test]
+fn a_fastcgi_script_whose_name_the_disk_must_be_read_for_holds_no_other_client() {
+    // (php-fpm runs `.php` files alone unless told otherwise.)
+    let Some(fpm) = super::fastcgi::Fpm::start_with("security.limit_extensions = .txt\n") else {
+        return;
+    };
+    let rule = format!(
+        "[[fastcgi]]\npattern = \"/cold.txt\"\nto = \"unix:{}\"\n",
+        fpm.sock.display()
+    );
+    let Some((s, mut gate)) = on_the_gated_disk(&rule, 1) else {
+        return;
+    };
+    let r = held_beside_the_small_answer(&s, &mut gate, "/cold.txt");
+    assert_eq!((r.status, &r.body[..]), (200, &b"cold\n"[..]), "{}", r.head);
+    let php = r
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("text/html"));
+    assert!(php, "php-fpm's answer, not the file's: {}", r.head);
 }
 
 /// HTTP/1.1, a multipart answer whose first range is short (100 KB: a

@@ -23,20 +23,20 @@ const FPM: &str = "/usr/sbin/php-fpm8.2";
 
 /// A php-fpm pool listening on a unix socket in its own directory;
 /// stopped (and reaped, its children with it) on drop.
-struct Fpm {
+pub(super) struct Fpm {
     child: Option<KillOnDrop>,
-    sock: PathBuf,
+    pub(super) sock: PathBuf,
     dir: TempDir,
 }
 
 impl Fpm {
     /// Starts php-fpm, or says why the test skips (none installed).
-    fn start() -> Option<Fpm> {
+    pub(super) fn start() -> Option<Fpm> {
         Fpm::start_with("")
     }
 
     /// Starts php-fpm with `more` lines in its pool's configuration.
-    fn start_with(more: &str) -> Option<Fpm> {
+    pub(super) fn start_with(more: &str) -> Option<Fpm> {
         if !Path::new(FPM).exists() {
             skip(&format!("no {FPM}: FastCGI is not tested against php-fpm"));
             return None;

@@ -112,10 +112,25 @@ pub enum Deferred {
 pub struct Cold {
     site: usize,
     rel: Vec<u8>,
+    /// A FastCGI rule's lookups instead (beneath which root, the path);
+    /// `rel` then names them (the first path behind a NUL, which no
+    /// static path starts with).
+    #[cfg(feature = "upstreams")]
+    scripts: Vec<(crate::handlers::fastcgi::script::Under, Vec<u8>)>,
 }
 
 #[cfg(feature = "cold-lookups")]
 impl Cold {
+    /// The lookups of the static file `rel` of site `site`.
+    fn file(site: usize, rel: Vec<u8>) -> Cold {
+        Cold {
+            site,
+            rel,
+            #[cfg(feature = "upstreams")]
+            scripts: Vec::new(),
+        }
+    }
+
     /// The site.
     pub fn site(&self) -> usize {
         self.site
@@ -130,10 +145,13 @@ impl Cold {
 /// What the lookups of a [`Cold`] found, off the loop: its site's, for
 /// [`Router::install_cold`].
 #[cfg(feature = "cold-lookups")]
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Looks {
     site: usize,
     looked: Vec<crate::handlers::file_cache::Looked>,
+    /// A FastCGI rule's lookups' ([`Cold::scripts`]).
+    #[cfg(feature = "upstreams")]
+    statted: Vec<crate::handlers::fastcgi::script::Statted>,
 }
 
 /// Who answers a request once its whole body is held; the engine only
@@ -643,7 +661,7 @@ impl Router {
         if !cfg!(feature = "sites") || files.site().static_files.try_files.is_empty() {
             #[cfg(feature = "cold-lookups")]
             if let Some(rel) = self.cache.went_cold() {
-                return Routed::Defer(Deferred::Cold(Cold { site, rel }));
+                return Routed::Defer(Deferred::Cold(Cold::file(site, rel)));
             }
             self.start_later(routing, &mut plan);
             return Routed::Answer(plan);
@@ -676,7 +694,7 @@ impl Router {
         );
         #[cfg(feature = "cold-lookups")]
         if let Some(rel) = self.cache.went_cold() {
-            return Routed::Defer(Deferred::Cold(Cold { site, rel }));
+            return Routed::Defer(Deferred::Cold(Cold::file(site, rel)));
         }
         self.start_later(routing, &mut plan);
         Routed::Answer(plan)
@@ -689,7 +707,17 @@ impl Router {
     /// [`Router::install_cold`]; `None` if the site's root cannot be
     /// handed over (out of descriptors).
     #[cfg(feature = "cold-lookups")]
-    pub fn cold_lookups(&mut self, cold: Cold) -> Option<impl FnOnce() -> Looks + Send + 'static> {
+    pub fn cold_lookups(&mut self, cold: Cold) -> Option<Box<dyn FnOnce() -> Looks + Send>> {
+        #[cfg(feature = "upstreams")]
+        if !cold.scripts.is_empty() {
+            let scripts = self.sites[cold.site].fastcgi.as_ref()?;
+            let job = scripts.cold_lookups(cold.scripts)?;
+            return Some(Box::new(move || Looks {
+                site: cold.site,
+                statted: job(),
+                ..Looks::default()
+            }));
+        }
         let root = self.files[cold.site].root().try_clone().ok()?;
         let cfg = Arc::clone(&self.cfg);
         let st = &cfg.site(cold.site).static_files;
@@ -697,22 +725,31 @@ impl Router {
             .into_iter()
             .filter_map(|path| self.cache.known(cold.site, &path).map(|meta| (path, meta)))
             .collect();
-        Some(move || {
+        Some(Box::new(move || {
             let st = &cfg.site(cold.site).static_files;
             Looks {
                 site: cold.site,
                 looked: static_files::look(&root, &cold.rel, st, &known),
+                ..Looks::default()
             }
-        })
+        }))
     }
 
-    /// Keeps in the file cache what a request's cold lookups found
-    /// ([`Router::cold_lookups`]): routed again, it finds them there.
+    /// Keeps what a request's cold lookups found ([`Router::cold_lookups`])
+    /// in the file cache (or a FastCGI rule's, from `now`): routed again,
+    /// it finds them there.
     #[cfg(feature = "cold-lookups")]
-    pub fn install_cold(&mut self, looks: Looks) {
+    pub fn install_cold(&mut self, looks: Looks, now: std::time::Instant) {
         for looked in looks.looked {
             self.cache.install(looks.site, looked);
         }
+        #[cfg(feature = "upstreams")]
+        if let Some(scripts) = self.sites[looks.site].fastcgi.as_mut() {
+            if !looks.statted.is_empty() {
+                scripts.install(looks.statted, now);
+            }
+        }
+        let _ = now;
     }
 
     /// The site that answers the request: the one its host names (RFC

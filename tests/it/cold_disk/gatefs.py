@@ -109,6 +109,19 @@ def main():
         # fh, open_flags, padding
         reply(unique, 0, struct.pack("<QII", 0, 0, 0))
 
+    def readdir_reply(unique, _node, body):
+        # (Listed, so that a server can tell the names' case apart.)
+        _fh, offset, room = struct.unpack_from("<QQI", body)
+        out = b""
+        for at, (name, child) in enumerate(sorted(names.items())[offset:], start=offset):
+            # ino, the next entry's offset, name length, type (DT_REG), name
+            entry = struct.pack("<QQII", child, at + 1, len(name), 8) + name
+            entry += b"\0" * (-len(entry) % 8)
+            if len(out) + len(entry) > room:
+                break
+            out += entry
+        reply(unique, 0, out)
+
     def getattr_reply(unique, node, _body):
         # attribute validity (1 s), padding
         reply(unique, 0, struct.pack("<QII", 1, 0, 0) + attr(node, size[node]))
@@ -197,7 +210,7 @@ def main():
             else:
                 read_reply(unique, node, body)
         elif op == READDIR:
-            reply(unique)  # (empty: nothing is listed)
+            readdir_reply(unique, node, body)
         elif op == STATFS:
             # blocks, bfree, bavail, files, ffree, bsize, namelen, frsize,
             # padding, spare

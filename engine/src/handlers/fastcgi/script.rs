@@ -29,7 +29,7 @@ use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
 use crate::hash::FnvMap;
 use crate::http::Status;
-use crate::sys::fs::{Kind, Root};
+use crate::sys::fs::{Kind, Meta, Root};
 
 /// A script to run, with the names its parameters give it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,92 @@ pub struct Scripts {
     cgi: Vec<CgiRule>,
     /// The scripts found lately.
     checked: Checked,
+    /// Lookups that would wait for the disk, made off the event loop.
+    #[cfg(feature = "cold-lookups")]
+    cold: Cold,
+}
+
+/// The root a lookup is made beneath: rule `i`'s, or the site's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Under {
+    /// Rule `i`'s (`DOCUMENT_ROOT`).
+    Rule(usize),
+    /// The site's document root.
+    Site,
+}
+
+/// A path beneath a root, and what looking it up found (a `stat`'s
+/// metadata, or its error number).
+#[cfg(feature = "cold-lookups")]
+pub type Statted = (Under, Vec<u8>, Result<Meta, i32>);
+
+/// What [`Scripts::find`] does with a lookup that would wait for the
+/// disk (see `crate::handlers::file_cache::FileCache::wait_cold`): while
+/// `check` says so, none is made; each is kept in `went`, to be made
+/// off the loop ([`Scripts::cold_lookups`]), and what they find is
+/// trusted for the open-file cache's time (`found`).
+#[cfg(feature = "cold-lookups")]
+#[derive(Debug, Default)]
+struct Cold {
+    check: bool,
+    went: Vec<(Under, Vec<u8>)>,
+    /// Per rule, then the site's: each path, what was found and until
+    /// when it is trusted.
+    found: Vec<Lately>,
+}
+
+/// Paths beneath one root, each with what a lookup off the loop found
+/// and until when it is trusted.
+#[cfg(feature = "cold-lookups")]
+type Lately = FnvMap<Box<[u8]>, (Result<Meta, i32>, Instant)>;
+
+#[cfg(feature = "cold-lookups")]
+impl Cold {
+    /// What lookups off the loop found beneath `under`.
+    fn found(&mut self, under: Under) -> &mut Lately {
+        let at = match under {
+            Under::Rule(i) => i + 1,
+            Under::Site => 0,
+        };
+        if self.found.len() <= at {
+            self.found.resize_with(at + 1, FnvMap::default);
+        }
+        &mut self.found[at]
+    }
+}
+
+/// Looks `rel` up beneath the root `under` names, for [`Scripts::find`]:
+/// from what a lookup off the loop found lately, if any; not at all
+/// (`WouldBlock`, the path kept) where it would wait for the disk while
+/// [`Scripts::wait_cold`] says so.
+fn stat(scripts: &mut Scripts, under: Under, rel: &[u8], now: Instant) -> io::Result<Meta> {
+    let root = match under {
+        Under::Rule(i) => &scripts.roots[i].0,
+        Under::Site => &scripts.site,
+    };
+    #[cfg(feature = "cold-lookups")]
+    {
+        let cold = &mut scripts.cold;
+        let lately = cold.found(under);
+        let found = if lately.is_empty() {
+            None
+        } else {
+            lately.get(rel)
+        };
+        if let Some((found, until)) = found {
+            if now < *until {
+                return found.map_err(io::Error::from_raw_os_error);
+            }
+        }
+        if cold.check && (root.remote(rel) || !root.resolves_cached(rel)) {
+            if !cold.went.iter().any(|(u, r)| *u == under && r == rel) {
+                cold.went.push((under, rel.to_vec()));
+            }
+            return Err(io::Error::from(io::ErrorKind::WouldBlock));
+        }
+    }
+    let _ = now;
+    root.stat(rel).map(|(_, m)| m)
 }
 
 /// The scripts of a site found to exist lately, per rule: the URL path
@@ -160,7 +246,73 @@ impl Scripts {
                 held: 0,
                 valid,
             },
+            #[cfg(feature = "cold-lookups")]
+            cold: Cold::default(),
         })
+    }
+
+    /// Whether the lookups of [`Scripts::find`] may wait for the disk
+    /// (`true`, as by default), or are not made where they would (a path
+    /// not in the kernel's caches, or any beneath a root on a network or
+    /// FUSE filesystem, `Root::remote`), unless made off the loop lately;
+    /// those are then said by [`Scripts::went_cold`].
+    #[cfg(feature = "cold-lookups")]
+    pub fn wait_cold(&mut self, wait: bool) {
+        self.cold.check = !wait;
+        self.cold.went.clear();
+    }
+
+    /// Ends what [`Scripts::wait_cold`] began: the lookups that would have
+    /// waited since.
+    #[cfg(feature = "cold-lookups")]
+    pub fn went_cold(&mut self) -> Vec<(Under, Vec<u8>)> {
+        self.cold.check = false;
+        std::mem::take(&mut self.cold.went)
+    }
+
+    /// What makes the lookups `went` ([`Scripts::went_cold`]) on a
+    /// thread, and returns what they found for [`Scripts::install`];
+    /// `None` if the roots cannot be handed over (out of descriptors).
+    #[cfg(feature = "cold-lookups")]
+    pub fn cold_lookups(
+        &self,
+        went: Vec<(Under, Vec<u8>)>,
+    ) -> Option<impl FnOnce() -> Vec<Statted> + Send + 'static> {
+        let mut roots = Vec::with_capacity(went.len());
+        for (under, _) in &went {
+            let root = match *under {
+                Under::Rule(i) => &self.roots[i].0,
+                Under::Site => &self.site,
+            };
+            roots.push(root.try_clone().ok()?);
+        }
+        Some(move || {
+            let looked = went.into_iter().zip(roots);
+            looked
+                .map(|((under, rel), root)| {
+                    let found = root.stat(&rel).map(|(_, m)| m);
+                    let found = found.map_err(|e| e.raw_os_error().unwrap_or(libc::EIO));
+                    (under, rel, found)
+                })
+                .collect()
+        })
+    }
+
+    /// Keeps what lookups made off the loop found ([`Scripts::cold_lookups`]),
+    /// trusted from `now` for the open-file cache's time (and forgotten
+    /// when stale, past as many as that cache holds).
+    #[cfg(feature = "cold-lookups")]
+    pub fn install(&mut self, found: Vec<Statted>, now: Instant) {
+        let until = now + self.checked.valid;
+        let held: usize = self.cold.found.iter().map(HashMap::len).sum();
+        if held + found.len() > self.checked.capacity.max(16) {
+            for paths in &mut self.cold.found {
+                paths.retain(|_, (_, at)| now < *at);
+            }
+        }
+        for (under, rel, found) in found {
+            self.cold.found(under).insert(rel.into(), (found, until));
+        }
     }
 
     /// The rules.
@@ -188,36 +340,34 @@ impl Scripts {
     }
 
     fn under_rule(&mut self, i: usize, path: &[u8], protected: &Protected, now: Instant) -> Found {
-        let rule = &self.rules[i];
-        let mut script = match &rule.split_path {
+        let mut script = match &self.rules[i].split_path {
             Some(end) => split(path, end.as_bytes()),
             None => Some((path.to_vec(), Vec::new())),
         };
         // `/a.php/` is script `/a.php` with `PATH_INFO=/` (as nginx's
         // `fastcgi_split_path_info` splits it), unless `a.php` is a
         // directory: then it is that directory's path, as any other.
-        let split_dir = |(name, _): &(Vec<u8>, Vec<u8>)| {
+        let split_dir = |scripts: &mut Scripts, (name, _): &(Vec<u8>, Vec<u8>)| {
             let rel = name.strip_prefix(b"/").unwrap_or(name);
-            matches!(self.roots[i].0.stat(rel), Ok((_, m)) if m.kind == Kind::Dir)
+            matches!(stat(scripts, Under::Rule(i), rel, now), Ok(m) if m.kind == Kind::Dir)
         };
-        if path.ends_with(b"/") && script.as_ref().is_none_or(split_dir) {
+        if path.ends_with(b"/") && script.as_ref().is_none_or(|s| split_dir(self, s)) {
             let rel = &path[1..];
-            let has_static_index = self.static_index.iter().any(|name| {
-                let file = [rel, name.as_bytes()].concat();
-                matches!(self.site.stat(&file), Ok((_, m)) if m.kind == Kind::File)
-            });
-            if has_static_index {
-                return Found::No;
+            for at in 0..self.static_index.len() {
+                let file = [rel, self.static_index[at].as_bytes()].concat();
+                if matches!(stat(self, Under::Site, &file, now), Ok(m) if m.kind == Kind::File) {
+                    return Found::No;
+                }
             }
-            script = rule
+            script = self.rules[i]
                 .index
                 .as_ref()
                 .map(|index| ([path, index.as_bytes()].concat(), Vec::new()));
         }
+        let rule = &self.rules[i];
         if let Some((name, info)) = script.filter(|(name, _)| rule.matches.matches(name)) {
             let has_fallback = rule.fallback.is_some();
-            let checked = &mut self.checked;
-            return match lookup(&self.roots[i], checked, i, &name, protected, now) {
+            return match lookup(self, i, &name, protected, now) {
                 Ok(filename) => Found::Script(Script {
                     rule: i,
                     filename,
@@ -241,9 +391,9 @@ impl Scripts {
         // directory named without its `/` (redirected to it); anything
         // else (a directory without an index) is the front controller's.
         let rel = path.strip_prefix(b"/").unwrap_or(path);
-        match self.site.stat(rel) {
-            Ok((_, m)) if m.kind == Kind::File => Found::No,
-            Ok((_, m)) if m.kind == Kind::Dir && !path.ends_with(b"/") => Found::No,
+        match stat(self, Under::Site, rel, now) {
+            Ok(m) if m.kind == Kind::File => Found::No,
+            Ok(m) if m.kind == Kind::Dir && !path.ends_with(b"/") => Found::No,
             _ => self.fallback(i, path, protected, now),
         }
     }
@@ -259,12 +409,12 @@ impl Scripts {
         if crate::handlers::cgi::takes_url(&self.cgi, path) {
             return Found::No;
         }
-        let checked = &mut self.checked;
-        match lookup(&self.roots[i], checked, i, name.as_bytes(), protected, now) {
+        let name = name.as_bytes().to_vec();
+        match lookup(self, i, &name, protected, now) {
             Ok(filename) => Found::Script(Script {
                 rule: i,
                 filename,
-                name: name.as_bytes().to_vec(),
+                name,
                 path_info: Vec::new(),
             }),
             Err(refused) => refused,
@@ -272,12 +422,10 @@ impl Scripts {
     }
 }
 
-/// The regular file at URL path `name` beneath rule `i`'s root (`root`,
-/// where it is): from the scripts `checked` found lately, or looked up
-/// (then remembered, or forgotten).
+/// The regular file at URL path `name` beneath rule `i`'s root: from the
+/// scripts found lately, or looked up (then remembered, or forgotten).
 fn lookup(
-    (root, dir): &(Root, PathBuf),
-    checked: &mut Checked,
+    scripts: &mut Scripts,
     i: usize,
     name: &[u8],
     protected: &Protected,
@@ -285,7 +433,7 @@ fn lookup(
 ) -> Result<PathBuf, Found> {
     let rel = name.strip_prefix(b"/").unwrap_or(name);
     // (As `dir.join(rel)`, in one allocation.)
-    let dir = dir.as_os_str().as_bytes();
+    let dir = scripts.roots[i].1.as_os_str().as_bytes();
     let mut file = Vec::with_capacity(dir.len() + 1 + rel.len());
     file.extend_from_slice(dir);
     if !dir.ends_with(b"/") {
@@ -293,15 +441,15 @@ fn lookup(
     }
     file.extend_from_slice(rel);
     let file = PathBuf::from(std::ffi::OsString::from_vec(file));
-    if checked.fresh(i, rel, now) {
+    if scripts.checked.fresh(i, rel, now) {
         return Ok(file);
     }
-    let refused = match root.stat(rel) {
+    let refused = match stat(scripts, Under::Rule(i), rel, now) {
         Err(e) => (lookup_status(&e), Refusal::lookup(&e)),
-        Ok((_, meta)) if protected.contains(&meta) => (Status::NOT_FOUND, Refusal::OwnFile),
-        Ok((_, meta)) => match meta.kind {
+        Ok(meta) if protected.contains(&meta) => (Status::NOT_FOUND, Refusal::OwnFile),
+        Ok(meta) => match meta.kind {
             Kind::File => {
-                checked.found(i, rel, now);
+                scripts.checked.found(i, rel, now);
                 return Ok(file);
             }
             // (A directory is no script: `/a.php/` names none.)
@@ -309,7 +457,7 @@ fn lookup(
             Kind::Special => (Status::FORBIDDEN, Refusal::NotRegular),
         },
     };
-    checked.forget(i, rel);
+    scripts.checked.forget(i, rel);
     Err(Found::Refused(refused.0, refused.1, file))
 }
 

@@ -35,7 +35,23 @@ impl Router {
             return Step::Next;
         }
         let protected = self.files[site].protected();
+        #[cfg(feature = "cold-lookups")]
+        scripts.wait_cold(!routing.cold);
         let found = scripts.find(&routing.scratch.path, protected, routing.client.now);
+        // (Whatever was found meanwhile: the request is routed again once
+        // the lookups that would have waited are made off the loop.)
+        #[cfg(feature = "cold-lookups")]
+        {
+            let went = scripts.went_cold();
+            if let Some((_, first)) = went.first() {
+                let rel = [&b"\0"[..], first].concat();
+                return Step::Defer(Deferred::Cold(super::Cold {
+                    site,
+                    rel,
+                    scripts: went,
+                }));
+            }
+        }
         if let Found::Script(script) = &found {
             let rules = &self.cfg.site(site).fastcgi;
             routing.body_max = rules.get(script.rule).and_then(|r| r.max_body);

@@ -325,7 +325,7 @@ impl Worker {
     pub(super) fn take_colds(&mut self) {
         while let Some((looks, held)) = self.wakeups.next_cold() {
             // (Kept for the requests to come even if these went.)
-            self.router.install_cold(looks);
+            self.router.install_cold(looks, self.clock.now);
             for ex in held {
                 // (A stale id, of an exchange let go of, names nothing.)
                 let Some(Exchange {
