@@ -286,6 +286,7 @@ fn a_file_whose_name_the_disk_must_be_read_for_holds_no_other_stream() {
 /// file is answered on another connection while it is held (a worker
 /// waiting for the disk answers nothing: the read times out), then the
 /// gate lets it go.
+#[cfg(feature = "cold-lookups")]
 fn held_beside_the_small_answer(s: &Server, gate: &mut Gate, path: &str) -> Response {
     let mut held = Client::connect(s.addr());
     held.send(format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n").as_bytes());
