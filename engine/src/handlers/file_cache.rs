@@ -568,7 +568,7 @@ pub fn find(root: &Root, rel: &[u8], known: Option<&Meta>) -> Found {
         if meta.kind != Kind::File {
             return Ok(Some((meta, None)));
         }
-        let (file, meta) = root.open_file(rel)?;
+        let (file, meta) = root.open_stated(rel, &meta)?;
         let mut content = None;
         if meta.size <= SMALL_FILE {
             let mut bytes = vec![0u8; meta.size as usize];
@@ -630,7 +630,7 @@ pub(super) fn load(
     if meta.kind != Kind::File {
         return Ok(entry(meta, None));
     }
-    let (file, meta) = root.open_file(rel)?;
+    let (file, meta) = root.open_stated(rel, &meta)?;
     let source = if meta.size <= SMALL_FILE && (meta.size as usize) <= *budget {
         let mut content = vec![0u8; meta.size as usize];
         match nowait {

@@ -341,8 +341,7 @@ pub fn look(
 ) -> Vec<super::file_cache::Looked> {
     use super::file_cache::{find, Found, Looked};
     let known = |rel: &[u8]| known.iter().find(|(p, _)| p == rel).map(|(_, m)| m);
-    let side = |rel: &[u8], suffix: &[u8]| {
-        let path = [rel, suffix].concat();
+    let side = |path: Vec<u8>| {
         let found = find(root, &path, known(&path));
         (path, found)
     };
@@ -353,11 +352,10 @@ pub fn look(
         // it (four round trips in the time of one).
         let (found, mut sidecars) = match st.precompressed && root.remote(&rel) {
             true => std::thread::scope(|scope| {
-                let asked: Vec<_> = SIDECARS
-                    .iter()
-                    .map(|(_, suffix)| {
+                let asked: Vec<_> = variants(&rel)
+                    .map(|path| {
                         let builder = std::thread::Builder::new().stack_size(64 << 10);
-                        builder.spawn_scoped(scope, || side(&rel, suffix)).ok()
+                        builder.spawn_scoped(scope, || side(path)).ok()
                     })
                     .collect();
                 let found = find(root, &rel, was);
@@ -379,10 +377,7 @@ pub fn look(
             sidecars.clear();
         } else if sidecars.len() < SIDECARS.len() {
             // (Not all asked beside it: each, one after the other.)
-            sidecars = SIDECARS
-                .iter()
-                .map(|(_, suffix)| side(&rel, suffix))
-                .collect();
+            sidecars = variants(&rel).map(side).collect();
         }
         (
             Looked {
@@ -393,12 +388,13 @@ pub fn look(
             kind,
         )
     };
-    let (first, kind) = one(rel.to_vec());
+    let mut paths = candidates(rel, st);
+    let Some((first, kind)) = paths.next().map(one) else {
+        return Vec::new();
+    };
     let mut all = vec![first];
     if kind == Some(Kind::Dir) {
-        for name in &st.index {
-            all.push(one(index_path(rel, name)).0);
-        }
+        all.extend(paths.map(|path| one(path).0));
     }
     all
 }
@@ -408,27 +404,40 @@ pub fn look(
 /// cache may hold: `rel`, a directory's index files, and each one's
 /// precompressed variants.
 pub fn looked_at(rel: &[u8], st: &crate::config::StaticConfig) -> Vec<Vec<u8>> {
-    let mut paths = vec![rel.to_vec()];
-    paths.extend(st.index.iter().map(|name| index_path(rel, name)));
-    if st.precompressed {
-        for i in 0..paths.len() {
-            for (_, suffix) in SIDECARS {
-                paths.push([&paths[i][..], suffix].concat());
-            }
+    let mut paths = Vec::new();
+    for path in candidates(rel, st) {
+        if st.precompressed {
+            paths.extend(variants(&path));
         }
+        paths.push(path);
     }
     paths
 }
 
 #[cfg(feature = "cold-lookups")]
-/// The path of index file `name` of the directory `rel`.
-fn index_path(rel: &[u8], name: &str) -> Vec<u8> {
-    let mut path = rel.to_vec();
-    if !path.is_empty() && !path.ends_with(b"/") {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name.as_bytes());
-    path
+/// The paths a request for `rel` may look up, in order: `rel`, then,
+/// were it a directory, each of its index files.
+fn candidates<'a>(
+    rel: &'a [u8],
+    st: &'a crate::config::StaticConfig,
+) -> impl Iterator<Item = Vec<u8>> + 'a {
+    let index = st.index.iter().map(move |name| {
+        let mut path = rel.to_vec();
+        if !path.is_empty() && !path.ends_with(b"/") {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name.as_bytes());
+        path
+    });
+    std::iter::once(rel.to_vec()).chain(index)
+}
+
+#[cfg(feature = "cold-lookups")]
+/// The paths of `rel`'s precompressed variants.
+fn variants(rel: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    SIDECARS
+        .iter()
+        .map(move |(_, suffix)| [rel, suffix].concat())
 }
 
 /// The body of the file at `rel` (an `[errors]` page) and its length,

@@ -235,6 +235,14 @@ impl Root {
     /// regular file is refused with `PermissionDenied` before it is opened.
     pub fn open_file(&self, rel: &[u8]) -> io::Result<(File, Meta)> {
         let (_, meta) = self.stat(rel)?;
+        self.open_stated(rel, &meta)
+    }
+
+    /// [`Root::open_file`] of `rel` just stat'ed as `meta` ([`Root::stat`]):
+    /// opened only if that is a regular file, and the object opened must be
+    /// the one stat'ed (one lookup fewer than [`Root::open_file`], which on
+    /// a network filesystem is a round trip to its server).
+    pub fn open_stated(&self, rel: &[u8], meta: &Meta) -> io::Result<(File, Meta)> {
         if meta.kind != Kind::File {
             return Err(io::Error::from(io::ErrorKind::PermissionDenied));
         }
