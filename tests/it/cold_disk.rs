@@ -328,6 +328,22 @@ fn a_file_whose_open_the_server_holds_holds_no_other_client() {
     );
 }
 
+/// An `[errors]` page whose name the disk must be read for (held:
+/// `cold.txt`), for a file that is not there: the page is looked up off
+/// the loop as the file was, the small file is answered on another
+/// connection meanwhile, then the 404 with the page. Before, the page
+/// was looked up on the loop once the answer was made.
+#[cfg(feature = "cold-lookups")]
+#[test]
+fn an_error_page_whose_name_the_disk_must_be_read_for_holds_no_other_client() {
+    let Some((s, mut gate)) = on_the_gated_disk("[errors]\n404 = \"/cold.txt\"\n", 1) else {
+        return;
+    };
+    let r = held_beside_the_small_answer(&s, &mut gate, "/missing.html");
+    assert_eq!((r.status, &r.body[..]), (404, &b"cold\n"[..]), "{}", r.head);
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+}
+
 /// A FastCGI rule's script whose name the disk must be read for (held:
 /// `cold.txt`, which php-fpm runs as a script that prints its text): its
 /// lookup is made off the loop as a static file's is, the small file is

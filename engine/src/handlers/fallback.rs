@@ -78,6 +78,15 @@ pub fn try_files(
     plan
 }
 
+/// The site's own page (of `pages`, its `[errors]`) that replaces
+/// `plan`'s body, if `plan` is a built-in error page.
+pub fn page_for<'a>(pages: &'a [ErrorPage], plan: &Plan) -> Option<&'a ErrorPage> {
+    if plan.status.0 < 400 || !matches!(plan.body, Body::Static(_)) {
+        return None;
+    }
+    pages.iter().find(|p| p.status == plan.status.0)
+}
+
 /// Makes `plan`, a built-in error page, the site's own page for its
 /// status if `[errors]` names one that can be opened: same status and
 /// header lines, the file's `Content-Type`, and `Cache-Control: no-store`
@@ -92,10 +101,7 @@ pub fn error_page(
     s: &mut Scratch,
     log: &mut Logger,
 ) {
-    if plan.status.0 < 400 || !matches!(plan.body, Body::Static(_)) {
-        return;
-    }
-    let Some(page) = pages.iter().find(|p| p.status == plan.status.0) else {
+    let Some(page) = page_for(pages, plan) else {
         return;
     };
     let found = static_files::open_page(files, cache, page.page.as_bytes());
