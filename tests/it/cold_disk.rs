@@ -134,7 +134,17 @@ fn on_the_gated_disk_of(config: &str, listeners: usize, large: usize) -> Option<
         return None;
     }
     let mut b = Builder::new();
-    b.workers(1).config(config);
+    // (`{base}/show`: a CGI interpreter that answers with its script's text.)
+    let show = b.base().join("show");
+    std::fs::write(
+        &show,
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nexec cat \"$1\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&show, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = config.replace("{base}", &b.base().display().to_string());
+    b.workers(1).config(&config);
     if listeners > 1 {
         b.listeners(listeners);
     }
@@ -342,6 +352,27 @@ fn an_error_page_whose_name_the_disk_must_be_read_for_holds_no_other_client() {
     let r = held_beside_the_small_answer(&s, &mut gate, "/missing.html");
     assert_eq!((r.status, &r.body[..]), (404, &b"cold\n"[..]), "{}", r.head);
     assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+}
+
+/// A CGI script whose name the disk must be read for (held: `cold.txt`,
+/// run by an interpreter that prints its text): the `[[cgi]]` rule's
+/// resolving of the path is made off the loop, the small file is
+/// answered on another connection meanwhile, then the script's answer.
+/// Before, the rule's lookups waited on the loop.
+#[cfg(feature = "cold-lookups")]
+#[test]
+fn a_cgi_script_whose_name_the_disk_must_be_read_for_holds_no_other_client() {
+    let rule = "[[cgi]]\npattern = \"cold.txt\"\ninterpreter = \"{base}/show\"\n";
+    let Some((s, mut gate)) = on_the_gated_disk(rule, 1) else {
+        return;
+    };
+    let r = held_beside_the_small_answer(&s, &mut gate, "/cold.txt/more");
+    assert_eq!((r.status, &r.body[..]), (200, &b"cold\n"[..]), "{}", r.head);
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/plain"),
+        "the script's answer"
+    );
 }
 
 /// A FastCGI rule's script whose name the disk must be read for (held:

@@ -117,6 +117,10 @@ pub struct Cold {
     /// static path starts with).
     #[cfg(feature = "upstreams")]
     scripts: Vec<(crate::handlers::fastcgi::script::Under, Vec<u8>)>,
+    /// A `[[cgi]]` rule's resolving of a URL path instead: `rel` is the
+    /// path behind a byte 1 (which neither a static nor a FastCGI path
+    /// starts with).
+    cgi: bool,
 }
 
 #[cfg(feature = "cold-lookups")]
@@ -128,6 +132,16 @@ impl Cold {
             rel,
             #[cfg(feature = "upstreams")]
             scripts: Vec::new(),
+            cgi: false,
+        }
+    }
+
+    /// The `[[cgi]]` rules' resolving of the URL path `path` of site
+    /// `site`.
+    fn cgi(site: usize, path: &[u8]) -> Cold {
+        Cold {
+            cgi: true,
+            ..Cold::file(site, [&[1u8][..], path].concat())
         }
     }
 
@@ -152,6 +166,9 @@ pub struct Looks {
     /// A FastCGI rule's lookups' ([`Cold::scripts`]).
     #[cfg(feature = "upstreams")]
     statted: Vec<crate::handlers::fastcgi::script::Statted>,
+    /// The `[[cgi]]` rules' ([`Cold::cgi`]): each URL path, and what it
+    /// resolved to.
+    resolved: Vec<(Vec<u8>, Resolved)>,
 }
 
 /// Who answers a request once its whole body is held; the engine only
@@ -737,6 +754,16 @@ impl Router {
     /// handed over (out of descriptors).
     #[cfg(feature = "cold-lookups")]
     pub fn cold_lookups(&mut self, cold: Cold) -> Option<Box<dyn FnOnce() -> Looks + Send>> {
+        if cold.cgi {
+            let cgi = self.sites[cold.site].cgi.as_ref()?;
+            let index = self.cfg.site(cold.site).static_files.index.clone();
+            let job = cgi.cold_lookups(cold.rel[1..].to_vec(), index)?;
+            return Some(Box::new(move || Looks {
+                site: cold.site,
+                resolved: job(),
+                ..Looks::default()
+            }));
+        }
         #[cfg(feature = "upstreams")]
         if !cold.scripts.is_empty() {
             let scripts = self.sites[cold.site].fastcgi.as_ref()?;
@@ -771,6 +798,12 @@ impl Router {
     pub fn install_cold(&mut self, looks: Looks, now: std::time::Instant) {
         for looked in looks.looked {
             self.cache.install(looks.site, looked);
+        }
+        if let Some(cgi) = self.sites[looks.site].cgi.as_mut() {
+            if !looks.resolved.is_empty() {
+                let valid = self.cfg.site(looks.site).static_files.open_file_cache_valid;
+                cgi.install(looks.resolved, now, valid);
+            }
         }
         #[cfg(feature = "upstreams")]
         if let Some(scripts) = self.sites[looks.site].fastcgi.as_mut() {
@@ -1087,13 +1120,19 @@ impl Router {
         if st.dotfiles.refuses(&routing.scratch.path) {
             return Step::Next;
         }
-        let mut resolved = cgi.resolve(&routing.scratch.path);
+        let now = routing.client.now;
+        // (A directory's index files are resolved beneath the same root.)
+        #[cfg(feature = "cold-lookups")]
+        if routing.cold && cgi.would_wait(&routing.scratch.path, now) {
+            return Step::Defer(Deferred::Cold(Cold::cgi(site, &routing.scratch.path)));
+        }
+        let mut resolved = cgi.resolve(&routing.scratch.path, now);
         if matches!(resolved, Resolved::NotCgi) && routing.scratch.path.ends_with(b"/") {
             for index in &st.index {
                 self.index_path.clear();
                 self.index_path.extend_from_slice(&routing.scratch.path);
                 self.index_path.extend_from_slice(index.as_bytes());
-                if let found @ Resolved::Cgi(_) = cgi.resolve(&self.index_path) {
+                if let found @ Resolved::Cgi(_) = cgi.resolve(&self.index_path, now) {
                     resolved = found;
                     std::mem::swap(&mut routing.scratch.path, &mut self.index_path);
                     break;

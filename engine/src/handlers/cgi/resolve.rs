@@ -187,6 +187,52 @@ impl Resolver {
         self
     }
 
+    /// The same rules, on descriptors of their own (for a thread).
+    #[cfg(feature = "cold-lookups")]
+    pub fn try_clone(&self) -> io::Result<Resolver> {
+        let roots = self
+            .roots
+            .iter()
+            .map(|root| root.as_ref().map(Root::try_clone));
+        Ok(Resolver {
+            rules: self.rules.clone(),
+            doc_root: self.doc_root.clone(),
+            roots: roots.map(Option::transpose).collect::<io::Result<_>>()?,
+            protected: Arc::clone(&self.protected),
+        })
+    }
+
+    /// Whether resolving `path` ([`Resolver::resolve`]) may wait for the
+    /// disk: the rule that takes it looks it up beneath a directory on a
+    /// network or FUSE filesystem ([`Root::remote`]), or where the kernel
+    /// cannot find it from its caches ([`Root::resolves_cached`]).
+    #[cfg(feature = "cold-lookups")]
+    pub fn would_wait(&self, path: &[u8]) -> bool {
+        for (i, rule) in self.rules.iter().enumerate() {
+            let (rel, last) = match &rule.target {
+                CgiTarget::Program { url, .. } if under(url, path).is_some() => return false,
+                CgiTarget::Program { .. } => continue,
+                CgiTarget::Dir { url, .. } => match under(url, path) {
+                    Some(base) => (&path[base..], true),
+                    None => continue,
+                },
+                // (A pattern's walk may leave the path to the next rule.)
+                CgiTarget::Pattern(glob) => match last_matching_end(glob.as_bytes(), path) {
+                    Some(end) => (&path[..end], false),
+                    None => continue,
+                },
+            };
+            let rel = rel.strip_prefix(b"/").unwrap_or(rel);
+            let waits = self.roots[i]
+                .as_ref()
+                .is_some_and(|root| root.remote(rel) || !root.resolves_cached(rel));
+            if waits || last {
+                return waits;
+            }
+        }
+        false
+    }
+
     /// A resolver that opens directories when a request needs them.
     fn lazy(rules: &[CgiRule], doc_root: &Path) -> Resolver {
         Resolver {

@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
+#[cfg(feature = "cold-lookups")]
+use std::time::Duration;
 use std::time::Instant;
 
 use super::env::{content_length, request_env};
@@ -30,6 +32,10 @@ pub struct Cgi {
     site: usize,
     resolver: Resolver,
     children: Rc<Children>,
+    /// What paths resolved to off the loop ([`Cgi::cold_lookups`]), and
+    /// until when that is trusted.
+    #[cfg(feature = "cold-lookups")]
+    looked: std::collections::HashMap<Vec<u8>, (Resolved, Instant)>,
 }
 
 /// The two ends of the connection a request came on.
@@ -64,6 +70,8 @@ impl Cgi {
             site,
             resolver: Resolver::new(&sc.cgi, &sc.root)?.protecting(Arc::clone(protected)),
             children: Children::new(launcher, cfg.timeouts.cgi),
+            #[cfg(feature = "cold-lookups")]
+            looked: Default::default(),
         })
     }
 
@@ -78,12 +86,64 @@ impl Cgi {
             resolver: Resolver::new(&sc.cgi, &sc.root)?
                 .protecting(Arc::clone(&self.resolver.protected)),
             children: Rc::clone(&self.children),
+            #[cfg(feature = "cold-lookups")]
+            looked: Default::default(),
         })
     }
 
-    /// Which script, if any, the decoded path `path` names.
-    pub fn resolve(&self, path: &[u8]) -> Resolved {
+    /// Which script, if any, the decoded path `path` names (`now`: the
+    /// event loop's clock, for what was resolved off the loop lately).
+    pub fn resolve(&self, path: &[u8], now: Instant) -> Resolved {
+        #[cfg(feature = "cold-lookups")]
+        if let Some((resolved, until)) = self.looked.get(path) {
+            if now < *until {
+                return resolved.clone();
+            }
+        }
+        let _ = now;
         self.resolver.resolve(path)
+    }
+
+    /// Whether resolving `path` ([`Cgi::resolve`]) would wait for the
+    /// disk ([`Resolver::would_wait`]), not resolved off the loop lately.
+    #[cfg(feature = "cold-lookups")]
+    pub fn would_wait(&self, path: &[u8], now: Instant) -> bool {
+        let lately = self.looked.get(path).is_some_and(|(_, until)| now < *until);
+        !lately && self.resolver.would_wait(path)
+    }
+
+    /// What resolves `path` off the event loop, on a thread: the path,
+    /// and for a directory (`/` at its end) each of `index`, as the CGI
+    /// stage resolves them. `None` if the rules' directories cannot be
+    /// handed over (out of descriptors).
+    #[cfg(feature = "cold-lookups")]
+    pub fn cold_lookups(
+        &self,
+        path: Vec<u8>,
+        index: Vec<String>,
+    ) -> Option<impl FnOnce() -> Vec<(Vec<u8>, Resolved)> + Send + 'static> {
+        let resolver = self.resolver.try_clone().ok()?;
+        Some(move || {
+            let first = resolver.resolve(&path);
+            let dir = first == Resolved::NotCgi && path.ends_with(b"/");
+            let mut all = vec![(path.clone(), first)];
+            for name in index.iter().filter(|_| dir) {
+                let at = [&path[..], name.as_bytes()].concat();
+                let resolved = resolver.resolve(&at);
+                all.push((at, resolved));
+            }
+            all
+        })
+    }
+
+    /// Keeps what [`Cgi::cold_lookups`] resolved, trusted from `now` for
+    /// `valid` (the open-file cache's time); what is stale is forgotten.
+    #[cfg(feature = "cold-lookups")]
+    pub fn install(&mut self, found: Vec<(Vec<u8>, Resolved)>, now: Instant, valid: Duration) {
+        self.looked.retain(|_, (_, until)| now < *until);
+        for (path, resolved) in found {
+            self.looked.insert(path, (resolved, now + valid));
+        }
     }
 
     /// A 503 (logged) when this worker runs as many programs as

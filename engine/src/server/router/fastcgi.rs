@@ -49,6 +49,7 @@ impl Router {
                     site,
                     rel,
                     scripts: went,
+                    cgi: false,
                 }));
             }
         }
