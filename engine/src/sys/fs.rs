@@ -1065,7 +1065,7 @@ pub fn folding_dirs(tree: &Path) -> Vec<PathBuf> {
 
 /// A mount point as the mount table writes it: space, tab, newline and
 /// backslash as `\ooo`.
-#[cfg(feature = "webdav")]
+#[cfg(any(feature = "webdav", feature = "cold-lookups"))]
 fn unescape(field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
@@ -1116,7 +1116,7 @@ impl MountWatch {
 /// file is opened at the first call, before any sandbox, and read from
 /// its start again at each later one: a reload runs where `/proc` is
 /// out of reach. `None` when it cannot be read.
-#[cfg(feature = "webdav")]
+#[cfg(any(feature = "webdav", feature = "cold-lookups"))]
 fn mount_table() -> Option<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     static TABLE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
