@@ -582,13 +582,16 @@ fn a_client_slow_to_read_its_answer_holds_no_php_process() {
 
     // (The stream's window is HTTP/2's default, 65,535 bytes, and not
     // given back before the other request is answered.)
-    let mut h2 = common::h2::H2::connect(s.addr(), &[], 1 << 30);
-    let answer = h2.slow_get("/long.php?mb=40", || {
-        let r = s.get("/form.php?a=2");
-        assert_eq!((r.status, r.text()), (200, "a=2\n".into()));
-    });
-    assert_eq!(answer.status(), "200");
-    assert!(is_long(&answer.body, 40), "{} bytes", answer.body.len());
+    #[cfg(feature = "http2")]
+    {
+        let mut h2 = common::h2::H2::connect(s.addr(), &[], 1 << 30);
+        let answer = h2.slow_get("/long.php?mb=40", || {
+            let r = s.get("/form.php?a=2");
+            assert_eq!((r.status, r.text()), (200, "a=2\n".into()));
+        });
+        assert_eq!(answer.status(), "200");
+        assert!(is_long(&answer.body, 40), "{} bytes", answer.body.len());
+    }
     let log = s.stderr();
     assert!(!log.contains("cannot hold"), "{log}");
 }

@@ -548,16 +548,17 @@ fn an_upstream_s_early_hints_are_interim_headers_over_h3() {
     assert_eq!(text(r), "ok");
 }
 
-/// An HTTP/3 request's trailers reach a proxied upstream as HTTP/2's
-/// do (proxy_trailers.rs): at the end of the chunked body brisk sends,
-/// announced by its `Trailer`, less what a trailer must not hold.
-#[cfg(feature = "upstreams")]
 /// The head of a PUT of /api/f as brisk forwards it from an HTTP/3 client
 /// of a.test, up to its framing.
+#[cfg(feature = "upstreams")]
 const PUT_F: &str = "PUT /api/f HTTP/1.1\r\nHost: a.test\r\nX-Forwarded-For: 127.0.0.1\r\n\
     X-Forwarded-Proto: https\r\nX-Forwarded-Host: a.test\r\n\
     Forwarded: for=127.0.0.1;proto=https;host=\"a.test\"\r\n";
 
+/// An HTTP/3 request's trailers reach a proxied upstream as HTTP/2's
+/// do (proxy_trailers.rs): at the end of the chunked body brisk sends,
+/// announced by its `Trailer`, less what a trailer must not hold.
+#[cfg(feature = "upstreams")]
 #[test]
 fn a_clients_trailers_reach_the_upstream_as_chunked_trailers() {
     let (addr, got) = crate::proxy_trailers::recording_upstream();

@@ -559,6 +559,8 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
 /// `; timeouts connect 5s, read 60s, send 60s`.
 /// `[[webdav]]` (nothing at all without rules, as before the feature).
 fn webdav(c: &Config, site: &SiteConfig, s: &mut String) {
+    #[cfg(not(feature = "webdav"))]
+    let _ = c;
     // (Where names are found whatever their case: see `SiteConfig::folding`.)
     if cfg!(feature = "webdav") && !site.folding.is_empty() {
         let _ = writeln!(
