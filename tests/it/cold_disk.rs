@@ -144,6 +144,7 @@ fn on_the_gated_disk_of(config: &str, listeners: usize, large: usize) -> Option<
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&show, std::fs::Permissions::from_mode(0o755)).unwrap();
     let config = config.replace("{base}", &b.base().display().to_string());
+    let config = config.replace("{root}", &b.root().display().to_string());
     b.workers(1).config(&config);
     if listeners > 1 {
         b.listeners(listeners);
@@ -373,6 +374,25 @@ fn a_cgi_script_whose_name_the_disk_must_be_read_for_holds_no_other_client() {
         Some("text/plain"),
         "the script's answer"
     );
+}
+
+/// A file of a `[[webdav]]` tree (whose every lookup is checked against
+/// the disk: clients write it) whose name the disk must be read for
+/// (held: `cold.txt`): looked up off the loop, the small file answered
+/// on another connection meanwhile, then the file; a GET again asks the
+/// disk again (off the loop: the same answer). Before, the tree's
+/// lookups waited on the loop.
+#[cfg(all(feature = "cold-lookups", feature = "webdav"))]
+#[test]
+fn a_webdav_file_whose_name_the_disk_must_be_read_for_holds_no_other_client() {
+    let rule = "[[webdav]]\npath = \"/dav/\"\nroot = \"{root}\"\nread_only = true\n";
+    let Some((s, mut gate)) = on_the_gated_disk(rule, 1) else {
+        return;
+    };
+    let r = held_beside_the_small_answer(&s, &mut gate, "/dav/cold.txt");
+    assert_eq!((r.status, &r.body[..]), (200, &b"cold\n"[..]), "{}", r.head);
+    let r = s.get("/dav/cold.txt");
+    assert_eq!((r.status, &r.body[..]), (200, &b"cold\n"[..]), "{}", r.head);
 }
 
 /// A FastCGI rule's script whose name the disk must be read for (held:

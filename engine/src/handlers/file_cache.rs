@@ -14,6 +14,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -265,6 +266,16 @@ impl FileCache {
         self.checked = true;
     }
 
+    /// In a tree clients write ([`FileCache::for_written_tree`]), trusts
+    /// the entries still fresh (not checked against the disk) until the
+    /// next [`FileCache::for_site`] or [`FileCache::for_written_tree`]:
+    /// for a request routed again after its own lookups, made off the
+    /// loop and kept just now.
+    #[cfg(all(feature = "webdav", feature = "cold-lookups"))]
+    pub fn trust_lately(&mut self) {
+        self.checked = false;
+    }
+
     /// Looks `rel` up beneath `root`, from the cache when it is fresh.
     pub fn lookup(&mut self, root: &Root, rel: &[u8]) -> io::Result<Rc<Entry>> {
         self.lookup_keeping(root, rel, true)
@@ -413,22 +424,33 @@ impl FileCache {
         let fresh = |slot: &Slot| !self.checked && self.now < slot.fresh_until;
         #[cfg(not(feature = "webdav"))]
         let fresh = |slot: &Slot| self.now < slot.fresh_until;
-        // (Asked before the disk is, where the path is not fresh here.)
         #[cfg(feature = "cold-lookups")]
-        let mut asked = false;
-        if let Some(slot) = self.map.get_mut(key) {
-            if fresh(slot) {
-                return slot.result.clone().map_err(io::Error::from_raw_os_error);
+        let cold_check = self.cold_check;
+        #[cfg(not(feature = "cold-lookups"))]
+        let cold_check = false;
+        let held = match self.map.get(key) {
+            Some(slot) if fresh(slot) => {
+                return slot.result.clone().map_err(io::Error::from_raw_os_error)
             }
+            held => held.is_some(),
+        };
+        // What the disk says of the path now (one lookup, which a slot
+        // held compares, and the path is then read after).
+        let meta = match stat_unless_cold(root, rel, cold_check, keep_misses) {
+            Ok(Some((_, m))) => Ok(m),
             #[cfg(feature = "cold-lookups")]
-            {
-                if self.cold_check && would_wait(root, rel, keep_misses) {
-                    return Err(cold(&mut self.went_cold, rel));
-                }
-                asked = true;
-            }
-            let unchanged = match (root.stat(rel), &slot.result) {
-                (Ok((_, m)), Ok(e)) => same_version(&m, &e.meta),
+            Ok(None) => return Err(cold(&mut self.went_cold, rel)),
+            #[cfg(not(feature = "cold-lookups"))]
+            Ok(None) => return Err(io::ErrorKind::WouldBlock.into()),
+            Err(e) => Err(e),
+        };
+        let slot = match held {
+            true => self.map.get_mut(key),
+            false => None,
+        };
+        if let Some(slot) = slot {
+            let unchanged = match (&meta, &slot.result) {
+                (Ok(m), Ok(e)) => same_version(m, &e.meta),
                 (Err(now), Err(then)) => now.raw_os_error() == Some(*then),
                 _ => false,
             };
@@ -442,22 +464,17 @@ impl FileCache {
                 }
             }
         }
-        #[cfg(feature = "cold-lookups")]
-        if self.cold_check && !asked && would_wait(root, rel, keep_misses) {
-            return Err(cold(&mut self.went_cold, rel));
-        }
-        if !keep_misses {
-            root.stat(rel)?;
-        }
+        // (A probe's miss takes no slot.)
+        let meta = match (meta, keep_misses) {
+            (Err(e), false) => return Err(e),
+            (meta, _) => meta,
+        };
         if self.map.len() >= self.capacity {
             self.map.clear();
             self.mem = 0;
         }
         let mut budget = MEM_BUDGET.saturating_sub(self.mem);
-        #[cfg(feature = "cold-lookups")]
-        let result = load(root, rel, &mut budget, self.cold_check);
-        #[cfg(not(feature = "cold-lookups"))]
-        let result = load(root, rel, &mut budget, false);
+        let result = meta.and_then(|meta| load_stated(root, rel, meta, &mut budget, cold_check));
         self.mem = MEM_BUDGET - budget;
         #[cfg(feature = "cold-lookups")]
         if matches!(&result, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
@@ -584,16 +601,31 @@ pub fn find(root: &Root, rel: &[u8], known: Option<&Meta>) -> Found {
     }
 }
 
-/// Whether looking `rel` up beneath `root` (not fresh in the cache) may
-/// wait: on a network or FUSE filesystem ([`Root::remote`]) any lookup
-/// may (a server is asked again for the attributes and at each open,
-/// whatever the kernel's caches hold); elsewhere one whose path is not
-/// in the kernel's caches ([`Root::resolves_cached`]). A probe for a
-/// file that is usually not there (`keep_misses` false) is made all the
-/// same on a local disk (see [`FileCache::wait_cold`]).
-#[cfg(feature = "cold-lookups")]
-fn would_wait(root: &Root, rel: &[u8], keep_misses: bool) -> bool {
-    root.remote(rel) || keep_misses && !root.resolves_cached(rel)
+/// [`Root::stat`] of `rel` for a lookup not fresh in the cache; with
+/// `cold_check`, `Ok(None)` where it would wait: on a network or FUSE
+/// filesystem ([`Root::remote`]) any lookup may, unasked (a server is
+/// asked again for the attributes and at each open, whatever the
+/// kernel's caches hold); elsewhere one whose path is not in the
+/// kernel's caches ([`Root::stat_cached`]). A probe for a file that is
+/// usually not there (`keep_misses` false) is made all the same on a
+/// local disk (see [`FileCache::wait_cold`]).
+fn stat_unless_cold(
+    root: &Root,
+    rel: &[u8],
+    cold_check: bool,
+    keep_misses: bool,
+) -> io::Result<Option<(OwnedFd, Meta)>> {
+    #[cfg(feature = "cold-lookups")]
+    if cold_check {
+        if root.remote(rel) {
+            return Ok(None);
+        }
+        if keep_misses {
+            return root.stat_cached(rel);
+        }
+    }
+    let _ = (cold_check, keep_misses);
+    root.stat(rel).map(Some)
 }
 
 /// `rel`'s lookup would wait for the disk: kept in `went` (the first
@@ -627,6 +659,17 @@ pub(super) fn load(
     nowait: bool,
 ) -> io::Result<Rc<Entry>> {
     let (_, meta) = root.stat(rel)?;
+    load_stated(root, rel, meta, budget, nowait)
+}
+
+/// [`load`] of `rel`, just stat'ed as `meta`.
+fn load_stated(
+    root: &Root,
+    rel: &[u8],
+    meta: Meta,
+    budget: &mut usize,
+    nowait: bool,
+) -> io::Result<Rc<Entry>> {
     if meta.kind != Kind::File {
         return Ok(entry(meta, None));
     }
@@ -770,6 +813,43 @@ mod tests {
         let now = cache.lookup(&root, b"big").unwrap();
         assert!(matches!(&now.source, Some(Source::Mem(m)) if &m[..] == b"now small"));
         assert!(cache.went_cold().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// In a tree clients write, on a remote root: every lookup asks the
+    /// disk (off the loop), even one just kept; the request whose lookups
+    /// those were trusts them once (`trust_lately`), until the tree is
+    /// looked up for another.
+    #[cfg(all(feature = "cold-lookups", feature = "webdav"))]
+    #[test]
+    fn a_written_tree_trusts_lookups_made_for_the_request_only() {
+        let dir = std::env::temp_dir().join(format!("brisk-fwritten-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.html"), b"a").unwrap();
+        let mut root = Root::open(&dir, false).unwrap();
+        root.force_remote();
+        let mut cache = FileCache::new(16, Duration::from_secs(60));
+        let looked = Looked {
+            rel: b"a.html".to_vec(),
+            found: find(&root, b"a.html", None),
+            sidecars: Vec::new(),
+        };
+        cache.install(7, looked);
+        cache.for_written_tree(7);
+        cache.wait_cold(false);
+        let r = cache.lookup(&root, b"a.html");
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        assert!(cache.went_cold().is_some(), "checked: asked again");
+        cache.for_written_tree(7);
+        cache.trust_lately();
+        cache.wait_cold(false);
+        let a = cache.lookup(&root, b"a.html").unwrap();
+        assert!(matches!(&a.source, Some(Source::Mem(m)) if &m[..] == b"a"));
+        assert!(cache.went_cold().is_none(), "what was looked up for it");
+        cache.for_written_tree(7);
+        cache.wait_cold(false);
+        assert!(cache.lookup(&root, b"a.html").is_err(), "for another");
+        assert!(cache.went_cold().is_some());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

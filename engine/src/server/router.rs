@@ -121,6 +121,13 @@ pub struct Cold {
     /// path behind a byte 1 (which neither a static nor a FastCGI path
     /// starts with).
     cgi: bool,
+    /// The lookups of a file of the site's `[[webdav]]` rule `tree`
+    /// instead: `rel` is its path behind a byte 2 and eight of a number
+    /// no other request's has (what a tree clients write serves must
+    /// have been looked up after the request came: no request joins
+    /// another's lookups there).
+    #[cfg(feature = "webdav")]
+    tree: Option<usize>,
 }
 
 #[cfg(feature = "cold-lookups")]
@@ -133,7 +140,37 @@ impl Cold {
             #[cfg(feature = "upstreams")]
             scripts: Vec::new(),
             cgi: false,
+            #[cfg(feature = "webdav")]
+            tree: None,
         }
+    }
+
+    /// The lookups of the file `rel` of site `site`'s `[[webdav]]` rule
+    /// `tree`, for one request (`seq`: a number of its own).
+    #[cfg(feature = "webdav")]
+    fn in_tree(site: usize, tree: usize, rel: &[u8], seq: u64) -> Cold {
+        Cold {
+            tree: Some(tree),
+            ..Cold::file(site, [&[2u8][..], &seq.to_le_bytes(), rel].concat())
+        }
+    }
+
+    /// The `[[webdav]]` rule whose file it is, if it is one's.
+    fn tree(&self) -> Option<usize> {
+        #[cfg(feature = "webdav")]
+        return self.tree;
+        #[cfg(not(feature = "webdav"))]
+        None
+    }
+
+    /// The path looked up ([`Cold::rel`] without what keeps a tree's
+    /// apart).
+    fn path(&self) -> &[u8] {
+        #[cfg(feature = "webdav")]
+        if self.tree.is_some() {
+            return &self.rel[9..];
+        }
+        &self.rel
     }
 
     /// The `[[cgi]]` rules' resolving of the URL path `path` of site
@@ -169,6 +206,9 @@ pub struct Looks {
     /// The `[[cgi]]` rules' ([`Cold::cgi`]): each URL path, and what it
     /// resolved to.
     resolved: Vec<(Vec<u8>, Resolved)>,
+    /// Whose files `looked` are: the site's, or its `[[webdav]]` rule's.
+    #[cfg(feature = "webdav")]
+    tree: Option<usize>,
 }
 
 /// Who answers a request once its whole body is held; the engine only
@@ -281,6 +321,12 @@ pub struct Routing<'a> {
     /// again that still finds the disk cold, a few times).
     #[cfg(feature = "cold-lookups")]
     pub cold: bool,
+    /// Whether the request is routed again after lookups made off the
+    /// loop for it ([`Deferred::Cold`]) in this turn of the loop: a tree
+    /// clients write trusts what they found (not asking the disk again),
+    /// for this request.
+    #[cfg(feature = "cold-lookups")]
+    pub lent: bool,
     /// Whether the connection may start one more program: set by the
     /// worker, `Full` when as many as HTTP/2 and HTTP/3 let answer one
     /// connection's streams at once already do. The CGI stage refuses a
@@ -341,6 +387,10 @@ pub struct Router {
     /// A site has authentication, handlers, WebDAV, proxy, FastCGI or
     /// CGI rules (without, no stage but the static files' answers).
     has_stages: bool,
+    /// The last number a request's lookups in a `[[webdav]]` tree took
+    /// ([`Cold::in_tree`]).
+    #[cfg(all(feature = "cold-lookups", feature = "webdav"))]
+    cold_seq: u64,
     /// The `[[rate_limit]]` buckets every worker shares.
     rates: Option<Arc<RateTable>>,
     /// Each site's reverse-proxy rules' upstreams in this worker (their
@@ -532,6 +582,8 @@ impl Router {
             #[cfg(feature = "tls")]
             certificates,
             has_stages,
+            #[cfg(all(feature = "cold-lookups", feature = "webdav"))]
+            cold_seq: 0,
             #[cfg(feature = "webdav")]
             webdav,
             has_rules,
@@ -774,21 +826,43 @@ impl Router {
                 ..Looks::default()
             }));
         }
-        let root = self.files[cold.site].root().try_clone().ok()?;
+        let (files, key) = self.tree_of(cold.site, cold.tree())?;
+        let root = files.root().try_clone().ok()?;
         let cfg = Arc::clone(&self.cfg);
         let st = &cfg.site(cold.site).static_files;
-        let known: Vec<_> = static_files::looked_at(&cold.rel, st)
+        let rel = cold.path().to_vec();
+        let known: Vec<_> = static_files::looked_at(&rel, st)
             .into_iter()
-            .filter_map(|path| self.cache.known(cold.site, &path).map(|meta| (path, meta)))
+            .filter_map(|path| self.cache.known(key, &path).map(|meta| (path, meta)))
             .collect();
         Some(Box::new(move || {
             let st = &cfg.site(cold.site).static_files;
             Looks {
                 site: cold.site,
-                looked: static_files::look(&root, &cold.rel, st, &known),
+                looked: static_files::look(&root, &rel, st, &known),
+                #[cfg(feature = "webdav")]
+                tree: cold.tree,
                 ..Looks::default()
             }
         }))
+    }
+
+    /// The files of site `site`, or of its `[[webdav]]` rule `tree`, and
+    /// their key in the file cache.
+    #[cfg(feature = "cold-lookups")]
+    fn tree_of(
+        &self,
+        site: usize,
+        tree: Option<usize>,
+    ) -> Option<(&static_files::StaticFiles, usize)> {
+        match tree {
+            #[cfg(feature = "webdav")]
+            Some(i) => {
+                let dav = self.webdav.get(site)?.get(i)?;
+                Some((&dav.files, dav.cache_key))
+            }
+            _ => Some((&self.files[site], site)),
+        }
     }
 
     /// Keeps what a request's cold lookups found ([`Router::cold_lookups`])
@@ -796,8 +870,14 @@ impl Router {
     /// it finds them there.
     #[cfg(feature = "cold-lookups")]
     pub fn install_cold(&mut self, looks: Looks, now: std::time::Instant) {
-        for looked in looks.looked {
-            self.cache.install(looks.site, looked);
+        #[cfg(feature = "webdav")]
+        let tree = looks.tree;
+        #[cfg(not(feature = "webdav"))]
+        let tree = None;
+        if let Some((_, key)) = self.tree_of(looks.site, tree) {
+            for looked in looks.looked {
+                self.cache.install(key, looked);
+            }
         }
         if let Some(cgi) = self.sites[looks.site].cgi.as_mut() {
             if !looks.resolved.is_empty() {

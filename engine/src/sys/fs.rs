@@ -219,6 +219,45 @@ impl Root {
     }
 
     #[cfg(feature = "cold-lookups")]
+    /// [`Root::stat`] from the kernel's caches alone: `None` where the
+    /// lookup would wait for the disk (`RESOLVE_CACHED`, as
+    /// [`Root::resolves_cached`] asks, in the lookup itself). Where that
+    /// cannot be asked, the lookup [`Root::stat`] makes.
+    pub fn stat_cached(&self, rel: &[u8]) -> io::Result<Option<(OwnedFd, Meta)>> {
+        if self.follow_outside
+            || self.force_fallback
+            || NO_OPENAT2.load(Ordering::Relaxed)
+            || NO_RESOLVE_CACHED.load(Ordering::Relaxed)
+        {
+            return self.stat(rel).map(Some);
+        }
+        let path: &[u8] = if rel.is_empty() { b"." } else { rel };
+        let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_CACHED;
+        let flags = libc::O_PATH | libc::O_CLOEXEC;
+        match with_cstr(path, |c| {
+            openat2_raw(self.fd.as_raw_fd(), c, flags, resolve)
+        }) {
+            Ok(fd) => {
+                let meta = fstat(fd.as_raw_fd())?;
+                Ok(Some((fd, meta)))
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(None),
+            // (A kernel before 5.12 knows no such flag.)
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                NO_RESOLVE_CACHED.store(true, Ordering::Relaxed);
+                self.stat(rel).map(Some)
+            }
+            // (No `openat2` at all; or an absolute symlink that may stay
+            // beneath the root, which `RESOLVE_BENEATH` refuses: as
+            // `Root::stat` finds them.)
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EXDEV)) => {
+                self.stat(rel).map(Some)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    #[cfg(feature = "cold-lookups")]
     /// The same root, on a descriptor of its own (for a thread).
     pub fn try_clone(&self) -> io::Result<Root> {
         Ok(Root {

@@ -46,10 +46,8 @@ impl Router {
             if let Some((_, first)) = went.first() {
                 let rel = [&b"\0"[..], first].concat();
                 return Step::Defer(Deferred::Cold(super::Cold {
-                    site,
-                    rel,
                     scripts: went,
-                    cgi: false,
+                    ..super::Cold::file(site, rel)
                 }));
             }
         }

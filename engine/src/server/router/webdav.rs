@@ -107,7 +107,26 @@ impl Router {
         let plan = match method {
             b"GET" | b"HEAD" => {
                 self.cache.for_written_tree(dav.cache_key);
-                static_files::serve_beneath(&dav.files, req, s, &mut self.cache, skip)
+                // (Looked up as the site's files are, off the loop where
+                // that would wait; what was looked up for this request
+                // just now is what it is served, not asked again.)
+                #[cfg(feature = "cold-lookups")]
+                {
+                    if routing.lent {
+                        self.cache.trust_lately();
+                    }
+                    self.cache.wait_cold(!routing.cold);
+                }
+                let plan = static_files::serve_beneath(&dav.files, req, s, &mut self.cache, skip);
+                #[cfg(feature = "cold-lookups")]
+                self.cache.for_written_tree(dav.cache_key);
+                #[cfg(feature = "cold-lookups")]
+                if let Some(rel) = self.cache.went_cold() {
+                    self.cold_seq += 1;
+                    let cold = super::Cold::in_tree(site, i, &rel, self.cold_seq);
+                    return Step::Defer(Deferred::Cold(cold));
+                }
+                plan
             }
             b"OPTIONS" => webdav::options(dav, s),
             b"PUT" => {

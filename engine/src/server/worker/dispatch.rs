@@ -348,6 +348,8 @@ impl Worker {
             body_max: None,
             #[cfg(feature = "cold-lookups")]
             cold: r.colds < super::warm::COLD_WAITS,
+            #[cfg(feature = "cold-lookups")]
+            lent: (1..super::warm::COLD_WAITS).contains(&r.colds),
             programs: match super::pipe::programs_full(c) {
                 true => Room::Full,
                 false => Room::Free,
