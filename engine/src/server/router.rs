@@ -670,35 +670,6 @@ impl Router {
     /// request's path first (a stage may then extend it with an index
     /// file name).
     pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
-        let routed = self.chain(routing);
-        // The site's page for an error ([`Router::finish`]) is looked up
-        // as the request's own files are: where the disk would keep the
-        // loop waiting, on a thread first.
-        #[cfg(feature = "cold-lookups")]
-        if let (Routed::Answer(plan), true, true) = (&routed, routing.cold, self.has_rules()) {
-            if let Some(rel) = self.page_went_cold(routing.req.site(), plan) {
-                return Routed::Defer(Deferred::Cold(Cold::file(routing.req.site(), rel)));
-            }
-        }
-        routed
-    }
-
-    /// Whether looking up the page of site `site` for the error `plan`
-    /// (`[errors]`) would wait for the disk: the page's path, if so.
-    #[cfg(feature = "cold-lookups")]
-    #[cold]
-    fn page_went_cold(&mut self, site: usize, plan: &Plan) -> Option<Vec<u8>> {
-        let page = fallback::page_for(&self.cfg.site(site).rules.errors, plan)?;
-        self.cache.for_site(site);
-        self.cache.wait_cold(false);
-        let _ = self
-            .cache
-            .lookup(self.files[site].root(), page.page.as_bytes());
-        self.cache.went_cold()
-    }
-
-    /// [`Router::route`]'s work: the chain of stages.
-    fn chain(&mut self, routing: &mut Routing<'_>) -> Routed {
         #[cfg(feature = "acme")]
         if let Some(plan) = acme_http01(routing) {
             return Routed::Answer(plan);
@@ -796,6 +767,32 @@ impl Router {
         }
         self.start_later(routing, &mut plan);
         Routed::Answer(plan)
+    }
+
+    /// Whether looking up site `site`'s page for the error `plan`
+    /// (`[errors]`, which [`Router::finish`] puts in its body) would wait
+    /// for the disk: then what looks it up off the loop first, as the
+    /// request's own files are.
+    #[cfg(feature = "cold-lookups")]
+    #[inline]
+    pub fn page_cold(&mut self, site: usize, plan: &Plan) -> Option<Cold> {
+        if !self.has_rules() || plan.status.0 < 400 {
+            return None;
+        }
+        self.page_went_cold(site, plan)
+    }
+
+    /// [`Router::page_cold`]'s work.
+    #[cfg(feature = "cold-lookups")]
+    #[cold]
+    fn page_went_cold(&mut self, site: usize, plan: &Plan) -> Option<Cold> {
+        let page = fallback::page_for(&self.cfg.site(site).rules.errors, plan)?;
+        self.cache.for_site(site);
+        self.cache.wait_cold(false);
+        let _ = self
+            .cache
+            .lookup(self.files[site].root(), page.page.as_bytes());
+        self.cache.went_cold().map(|rel| Cold::file(site, rel))
     }
 
     /// What makes the lookups of `cold` from the disk, on a thread

@@ -1010,6 +1010,9 @@ fn remote_points(table: &[u8], tree: &Path) -> Vec<Box<[u8]>> {
                     | b"lustre"
                     | b"pvfs2"
                     | b"glusterfs"
+                    // (An automount point: the first lookup beneath it
+                    // waits for the automounter to mount the share.)
+                    | b"autofs"
             );
         let point = Path::new(std::ffi::OsStr::from_bytes(&point));
         match point.strip_prefix(tree) {
@@ -1410,10 +1413,11 @@ mod tests {
             31 30 0:41 / /srv/www/media rw shared:5 - nfs4 nas:/media rw\n\
             32 30 0:42 / /srv/www/big\\040files rw - fuse.rclone remote: rw\n\
             33 30 0:43 / /srv/www/usb rw - vfat /dev/sdc1 rw\n\
-            34 22 0:44 / /srv/www2 rw - cifs //nas/www2 rw\n";
+            34 22 0:44 / /srv/www2 rw - cifs //nas/www2 rw\n\
+            35 30 0:45 / /srv/www/archive rw - autofs systemd-1 rw,fd=50\n";
         let points = remote_points(table, Path::new("/srv/www"));
         let points: Vec<&[u8]> = points.iter().map(|p| &p[..]).collect();
-        assert_eq!(points, [&b"media/"[..], b"big files/"]);
+        assert_eq!(points, [&b"media/"[..], b"big files/", b"archive/"]);
         let (_t, dir) = tree("remote");
         let mut r = Root::open(&dir, false).unwrap();
         if !fs_kind(&dir).is_some_and(remote_kind) {

@@ -97,6 +97,15 @@ impl Worker {
         }
         r.body_max = max;
         let wait = match routed {
+            // (The site's page for an error is looked up as the request's
+            // own files are: off the loop first where that would wait.)
+            #[cfg(feature = "cold-lookups")]
+            Routed::Answer(plan) if r.colds < super::warm::COLD_WAITS => {
+                match self.router.page_cold(r.req.site(), &plan) {
+                    Some(cold) => return self.cold_later(c, r, stream, redirects, cold, decoder),
+                    None => return Some(plan),
+                }
+            }
             Routed::Answer(plan) => return Some(plan),
             Routed::Defer(Deferred::Verify(check)) => {
                 return self.verify_later(c, r, stream, redirects, check, decoder)
