@@ -428,12 +428,12 @@ impl FileCache {
         let cold_check = self.cold_check;
         #[cfg(not(feature = "cold-lookups"))]
         let cold_check = false;
-        let held = match self.map.get(key) {
-            Some(slot) if fresh(slot) => {
-                return slot.result.clone().map_err(io::Error::from_raw_os_error)
+        let held = self.map.get_mut(key);
+        if let Some(slot) = &held {
+            if fresh(slot) {
+                return slot.result.clone().map_err(io::Error::from_raw_os_error);
             }
-            held => held.is_some(),
-        };
+        }
         // What the disk says of the path now (one lookup, which a slot
         // held compares, and the path is then read after).
         let meta = match stat_unless_cold(root, rel, cold_check, keep_misses) {
@@ -444,11 +444,7 @@ impl FileCache {
             Ok(None) => return Err(io::ErrorKind::WouldBlock.into()),
             Err(e) => Err(e),
         };
-        let slot = match held {
-            true => self.map.get_mut(key),
-            false => None,
-        };
-        if let Some(slot) = slot {
+        if let Some(slot) = held {
             let unchanged = match (&meta, &slot.result) {
                 (Ok(m), Ok(e)) => same_version(m, &e.meta),
                 (Err(now), Err(then)) => now.raw_os_error() == Some(*then),
