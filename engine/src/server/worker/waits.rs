@@ -75,6 +75,14 @@ impl Worker {
         // password check is routed again after it, and bounded then; one
         // answered without its body (a 401, a 404) keeps its answer, its
         // body read and dropped.
+        // (The site's page for an error is looked up as the request's own
+        // files are: off the loop first where that would wait.)
+        #[cfg(feature = "cold-lookups")]
+        if let (Routed::Answer(plan), true) = (&routed, r.colds < super::warm::COLD_WAITS) {
+            if let Some(cold) = self.router.page_cold(r.req.site(), plan) {
+                return self.cold_later(c, r, stream, redirects, cold, decoder);
+            }
+        }
         let max = rule_max.unwrap_or(self.settings.cfg.limits.max_body);
         let (max, takes_body) = match &routed {
             Routed::Defer(Deferred::Verify(_)) => (self.settings.body_limits.max_body, false),
@@ -97,15 +105,6 @@ impl Worker {
         }
         r.body_max = max;
         let wait = match routed {
-            // (The site's page for an error is looked up as the request's
-            // own files are: off the loop first where that would wait.)
-            #[cfg(feature = "cold-lookups")]
-            Routed::Answer(plan) if r.colds < super::warm::COLD_WAITS => {
-                match self.router.page_cold(r.req.site(), &plan) {
-                    Some(cold) => return self.cold_later(c, r, stream, redirects, cold, decoder),
-                    None => return Some(plan),
-                }
-            }
             Routed::Answer(plan) => return Some(plan),
             Routed::Defer(Deferred::Verify(check)) => {
                 return self.verify_later(c, r, stream, redirects, check, decoder)
