@@ -105,81 +105,66 @@ pub enum Deferred {
     Cold(Cold),
 }
 
-/// A static file lookup that would wait for the disk: the site and the
-/// path (relative to its root) that would.
+/// Lookups a request needs that would wait for the disk: its site's,
+/// and which.
 #[cfg(feature = "cold-lookups")]
 #[derive(Debug)]
 pub struct Cold {
     site: usize,
-    rel: Vec<u8>,
-    /// A FastCGI rule's lookups instead (beneath which root, the path);
-    /// `rel` then names them (the first path behind a NUL, which no
-    /// static path starts with).
+    what: Looking,
+    /// What names them among the lookups under way, for the requests
+    /// that need the same to join them ([`Looking::key`]).
+    key: Vec<u8>,
+}
+
+/// Which lookups a [`Cold`] is.
+#[cfg(feature = "cold-lookups")]
+#[derive(Debug)]
+enum Looking {
+    /// A static file's (path relative to the site's root): the path, its
+    /// precompressed variants, a directory's index files.
+    File(Vec<u8>),
+    /// A FastCGI rule's: beneath which root, each path.
     #[cfg(feature = "upstreams")]
-    scripts: Vec<(crate::handlers::fastcgi::script::Under, Vec<u8>)>,
-    /// A `[[cgi]]` rule's resolving of a URL path instead: `rel` is the
-    /// path behind a byte 1 (which neither a static nor a FastCGI path
-    /// starts with).
-    cgi: bool,
-    /// The lookups of a file of the site's `[[webdav]]` rule `tree`
-    /// instead: `rel` is its path behind a byte 2 and eight of a number
-    /// no other request's has (what a tree clients write serves must
-    /// have been looked up after the request came: no request joins
-    /// another's lookups there).
+    Scripts(Vec<(crate::handlers::fastcgi::script::Under, Vec<u8>)>),
+    /// The `[[cgi]]` rules' resolving of a URL path.
+    Cgi(Vec<u8>),
+    /// A file of the site's `[[webdav]]` rule `tree`, for one request
+    /// (`seq`, a number no other request's has: what a tree clients
+    /// write serves must have been looked up after the request came, so
+    /// no request joins another's lookups there).
     #[cfg(feature = "webdav")]
-    tree: Option<usize>,
+    Tree { tree: usize, rel: Vec<u8>, seq: u64 },
+}
+
+#[cfg(feature = "cold-lookups")]
+impl Looking {
+    /// A byte for the kind, then what tells two of a kind apart.
+    fn key(&self) -> Vec<u8> {
+        match self {
+            Looking::File(rel) => [&[0u8][..], rel].concat(),
+            #[cfg(feature = "upstreams")]
+            Looking::Scripts(paths) => {
+                let first = paths.first().map(|(_, rel)| &rel[..]).unwrap_or_default();
+                [&[1u8][..], first].concat()
+            }
+            Looking::Cgi(path) => [&[2u8][..], path].concat(),
+            #[cfg(feature = "webdav")]
+            Looking::Tree { rel, seq, .. } => [&[3u8][..], &seq.to_le_bytes(), rel].concat(),
+        }
+    }
 }
 
 #[cfg(feature = "cold-lookups")]
 impl Cold {
+    fn new(site: usize, what: Looking) -> Cold {
+        let key = what.key();
+        Cold { site, what, key }
+    }
+
     /// The lookups of the static file `rel` of site `site`.
     fn file(site: usize, rel: Vec<u8>) -> Cold {
-        Cold {
-            site,
-            rel,
-            #[cfg(feature = "upstreams")]
-            scripts: Vec::new(),
-            cgi: false,
-            #[cfg(feature = "webdav")]
-            tree: None,
-        }
-    }
-
-    /// The lookups of the file `rel` of site `site`'s `[[webdav]]` rule
-    /// `tree`, for one request (`seq`: a number of its own).
-    #[cfg(feature = "webdav")]
-    fn in_tree(site: usize, tree: usize, rel: &[u8], seq: u64) -> Cold {
-        Cold {
-            tree: Some(tree),
-            ..Cold::file(site, [&[2u8][..], &seq.to_le_bytes(), rel].concat())
-        }
-    }
-
-    /// The `[[webdav]]` rule whose file it is, if it is one's.
-    fn tree(&self) -> Option<usize> {
-        #[cfg(feature = "webdav")]
-        return self.tree;
-        #[cfg(not(feature = "webdav"))]
-        None
-    }
-
-    /// The path looked up ([`Cold::rel`] without what keeps a tree's
-    /// apart).
-    fn path(&self) -> &[u8] {
-        #[cfg(feature = "webdav")]
-        if self.tree.is_some() {
-            return &self.rel[9..];
-        }
-        &self.rel
-    }
-
-    /// The `[[cgi]]` rules' resolving of the URL path `path` of site
-    /// `site`.
-    fn cgi(site: usize, path: &[u8]) -> Cold {
-        Cold {
-            cgi: true,
-            ..Cold::file(site, [&[1u8][..], path].concat())
-        }
+        Cold::new(site, Looking::File(rel))
     }
 
     /// The site.
@@ -187,9 +172,9 @@ impl Cold {
         self.site
     }
 
-    /// The path, relative to the site's root.
-    pub fn rel(&self) -> &[u8] {
-        &self.rel
+    /// What names the lookups among those under way.
+    pub fn key(&self) -> &[u8] {
+        &self.key
     }
 }
 
@@ -200,10 +185,10 @@ impl Cold {
 pub struct Looks {
     site: usize,
     looked: Vec<crate::handlers::file_cache::Looked>,
-    /// A FastCGI rule's lookups' ([`Cold::scripts`]).
+    /// A FastCGI rule's lookups' ([`Looking::Scripts`]).
     #[cfg(feature = "upstreams")]
     statted: Vec<crate::handlers::fastcgi::script::Statted>,
-    /// The `[[cgi]]` rules' ([`Cold::cgi`]): each URL path, and what it
+    /// The `[[cgi]]` rules' ([`Looking::Cgi`]): each URL path, and what it
     /// resolved to.
     resolved: Vec<(Vec<u8>, Resolved)>,
     /// Whose files `looked` are: the site's, or its `[[webdav]]` rule's.
@@ -388,7 +373,7 @@ pub struct Router {
     /// CGI rules (without, no stage but the static files' answers).
     has_stages: bool,
     /// The last number a request's lookups in a `[[webdav]]` tree took
-    /// ([`Cold::in_tree`]).
+    /// ([`Looking::Tree`]).
     #[cfg(all(feature = "cold-lookups", feature = "webdav"))]
     cold_seq: u64,
     /// The `[[rate_limit]]` buckets every worker shares.
@@ -803,42 +788,47 @@ impl Router {
     /// handed over (out of descriptors).
     #[cfg(feature = "cold-lookups")]
     pub fn cold_lookups(&mut self, cold: Cold) -> Option<Box<dyn FnOnce() -> Looks + Send>> {
-        if cold.cgi {
-            let cgi = self.sites[cold.site].cgi.as_ref()?;
-            let index = self.cfg.site(cold.site).static_files.index.clone();
-            let job = cgi.cold_lookups(cold.rel[1..].to_vec(), index)?;
-            return Some(Box::new(move || Looks {
-                site: cold.site,
-                resolved: job(),
-                ..Looks::default()
-            }));
-        }
-        #[cfg(feature = "upstreams")]
-        if !cold.scripts.is_empty() {
-            let scripts = self.sites[cold.site].fastcgi.as_ref()?;
-            let job = scripts.cold_lookups(cold.scripts)?;
-            return Some(Box::new(move || Looks {
-                site: cold.site,
-                statted: job(),
-                ..Looks::default()
-            }));
-        }
-        let (files, key) = self.tree_of(cold.site, cold.tree())?;
+        let site = cold.site;
+        let (rel, tree) = match cold.what {
+            Looking::File(rel) => (rel, None),
+            #[cfg(feature = "webdav")]
+            Looking::Tree { tree, rel, .. } => (rel, Some(tree)),
+            Looking::Cgi(path) => {
+                let cgi = self.sites[site].cgi.as_ref()?;
+                let index = self.cfg.site(site).static_files.index.clone();
+                let job = cgi.cold_lookups(path, index)?;
+                return Some(Box::new(move || Looks {
+                    site,
+                    resolved: job(),
+                    ..Looks::default()
+                }));
+            }
+            #[cfg(feature = "upstreams")]
+            Looking::Scripts(paths) => {
+                let scripts = self.sites[site].fastcgi.as_ref()?;
+                let job = scripts.cold_lookups(paths)?;
+                return Some(Box::new(move || Looks {
+                    site,
+                    statted: job(),
+                    ..Looks::default()
+                }));
+            }
+        };
+        let (files, key) = self.tree_of(site, tree)?;
         let root = files.root().try_clone().ok()?;
         let cfg = Arc::clone(&self.cfg);
-        let st = &cfg.site(cold.site).static_files;
-        let rel = cold.path().to_vec();
+        let st = &cfg.site(site).static_files;
         let known: Vec<_> = static_files::looked_at(&rel, st)
             .into_iter()
             .filter_map(|path| self.cache.known(key, &path).map(|meta| (path, meta)))
             .collect();
         Some(Box::new(move || {
-            let st = &cfg.site(cold.site).static_files;
+            let st = &cfg.site(site).static_files;
             Looks {
-                site: cold.site,
+                site,
                 looked: static_files::look(&root, &rel, st, &known),
                 #[cfg(feature = "webdav")]
-                tree: cold.tree,
+                tree,
                 ..Looks::default()
             }
         }))
@@ -1201,7 +1191,8 @@ impl Router {
         // (A directory's index files are resolved beneath the same root.)
         #[cfg(feature = "cold-lookups")]
         if routing.cold && cgi.would_wait(&routing.scratch.path, now) {
-            return Step::Defer(Deferred::Cold(Cold::cgi(site, &routing.scratch.path)));
+            let cgi = Looking::Cgi(routing.scratch.path.clone());
+            return Step::Defer(Deferred::Cold(Cold::new(site, cgi)));
         }
         let mut resolved = cgi.resolve(&routing.scratch.path, now);
         if matches!(resolved, Resolved::NotCgi) && routing.scratch.path.ends_with(b"/") {

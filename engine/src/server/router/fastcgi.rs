@@ -43,12 +43,9 @@ impl Router {
         #[cfg(feature = "cold-lookups")]
         {
             let went = scripts.went_cold();
-            if let Some((_, first)) = went.first() {
-                let rel = [&b"\0"[..], first].concat();
-                return Step::Defer(Deferred::Cold(super::Cold {
-                    scripts: went,
-                    ..super::Cold::file(site, rel)
-                }));
+            if !went.is_empty() {
+                let scripts = super::Looking::Scripts(went);
+                return Step::Defer(Deferred::Cold(super::Cold::new(site, scripts)));
             }
         }
         if let Found::Script(script) = &found {

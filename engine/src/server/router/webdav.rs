@@ -123,8 +123,9 @@ impl Router {
                 #[cfg(feature = "cold-lookups")]
                 if let Some(rel) = self.cache.went_cold() {
                     self.cold_seq += 1;
-                    let cold = super::Cold::in_tree(site, i, &rel, self.cold_seq);
-                    return Step::Defer(Deferred::Cold(cold));
+                    let seq = self.cold_seq;
+                    let tree = super::Looking::Tree { tree: i, rel, seq };
+                    return Step::Defer(Deferred::Cold(super::Cold::new(site, tree)));
                 }
                 plan
             }

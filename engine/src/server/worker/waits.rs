@@ -301,7 +301,7 @@ impl Worker {
         cold: Cold,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        let (site, rel) = (cold.site(), cold.rel().to_vec());
+        let (site, rel) = (cold.site(), cold.key().to_vec());
         // (None: the same lookups are under way for another request.)
         let job = match self.wakeups.cold_under_way(site, &rel) {
             true => None,
