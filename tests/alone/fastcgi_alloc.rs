@@ -2,7 +2,12 @@
 //! through php-fpm): a keep-alive client, brisk in this process, and a
 //! stand-in application on a unix socket on a thread of its own (not
 //! counted) that answers as php-fpm does, with the connection kept
-//! (`keepalive`). The count is a ratchet: it may only go down. 7 now, 8
+//! (`keepalive`). The count is a ratchet: it may only go down. 3 now, 7
+//! before 2026-12-06 16:00 UTC: the plan's and the producer's boxes are
+//! those of the answers before, kept emptied by the worker's upstream
+//! pool (`sys::boxes`, `Produce::recycle`), and the PARAMS records and
+//! the answer's fields are written in spare buffers given back to it
+//! (-4, as the proxy's: `proxy_alloc.rs`). 8
 //! before 2026-12-05 14:15 UTC: the answer's CGI head is parsed walking
 //! its lines in place, not from a list of them (-1). 12 before
 //! 2026-12-05 14:00 UTC: the CGI variables are written straight
@@ -26,13 +31,11 @@
 //! script's file name and the log's label made in one go each (-2), a
 //! field's `HTTP_` name in a buffer sized once (-1).
 //!
-//! The 7 left (`BRISK_ALLOC_TRACE=1 cargo test --test alone --
-//! fastcgi --nocapture` prints their backtraces): the two boxes every
-//! produced answer has (the plan, the producer; see `proxy_alloc.rs`), the
-//! PARAMS records (`fastcgi::params`), the script's URL path and file
-//! name (`script::Scripts::find`, `script::lookup`), the log's label
-//! (`router::fastcgi::label`), and the answer's fields as parsed
-//! (`cgi::head::parse_head`).
+//! The 3 left (`BRISK_ALLOC_TRACE=1 cargo test --test alone --
+//! fastcgi --nocapture` prints their backtraces): the script's URL path
+//! and file name (`script::Scripts::find`, `script::lookup`: a `Script`
+//! owns them, and a request held for its body keeps it), and the log's
+//! label (`router::fastcgi::label`).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -46,7 +49,7 @@ use crate::counting::{allocs_per, not_counted};
 use crate::embedded::Embedded;
 
 /// At most this many allocations a FastCGI request, warm.
-const RATCHET: u64 = 7;
+const RATCHET: u64 = 3;
 
 /// What php-fpm answers for `<?php echo "Hello, world\n";`.
 const HEAD: &[u8] = b"X-Powered-By: PHP/8.2\r\nContent-type: text/html; charset=UTF-8\r\n\r\n";

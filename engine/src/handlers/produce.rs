@@ -266,6 +266,40 @@ pub trait Produce {
     fn successor(&mut self) -> Option<Box<dyn Produce>> {
         None
     }
+
+    /// The fields of the head it gave ([`ReplyHead::headers`]), once the
+    /// sink wrote them: a producer that keeps buffers for the next
+    /// answers takes the buffer back. Most let it drop.
+    #[cfg(feature = "upstreams")]
+    fn head_written(&mut self, headers: Vec<u8>) {
+        let _ = headers;
+    }
+
+    /// The engine is done with it: it is dropped, by most; one made
+    /// once a request and kept in a box of its worker's (an upstream's
+    /// answer) drops its value and keeps the box for the next
+    /// ([`crate::sys::boxes`]).
+    #[cfg(feature = "upstreams")]
+    fn recycle(self: Box<Self>) {}
+}
+
+/// A producer that holds nothing: what a run holds once its own was
+/// taken out ([`Produce::recycle`], a tunnel's). A box of it is no
+/// allocation.
+#[cfg(feature = "upstreams")]
+pub struct Gone;
+
+#[cfg(feature = "upstreams")]
+impl Produce for Gone {
+    fn label(&self) -> &str {
+        "gone"
+    }
+
+    fn next(&mut self, _room: usize, _buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+        Gave::End
+    }
+
+    fn stop(&mut self) {}
 }
 
 impl fmt::Debug for dyn Produce + '_ {

@@ -17,6 +17,8 @@ use super::waits::Held;
 use crate::config::{CompressConfig, Level};
 use crate::handlers::compress::Squeeze;
 use crate::handlers::pipe::ReplyHead;
+#[cfg(feature = "upstreams")]
+use crate::handlers::produce::Gone;
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Spliced, Want};
 use crate::http::request::{Field, OwnedRequest};
 use crate::http::{Method, Status};
@@ -131,11 +133,53 @@ pub struct PumpCx<'a> {
     pub rules: &'a dyn Fn(&OwnedRequest, &mut Vec<u8>),
 }
 
+/// A run's producer: given back to itself when the run is done with it
+/// ([`Produce::recycle`]), for the box it came in. (Without upstreams,
+/// whose producers alone keep their boxes, the box itself.)
+#[cfg(feature = "upstreams")]
+#[derive(Debug)]
+struct Producer(Box<dyn Produce>);
+
+#[cfg(not(feature = "upstreams"))]
+type Producer = Box<dyn Produce>;
+
+/// `p` as a run holds it.
+#[inline]
+fn held(p: Box<dyn Produce>) -> Producer {
+    #[cfg(feature = "upstreams")]
+    return Producer(p);
+    #[cfg(not(feature = "upstreams"))]
+    p
+}
+
+#[cfg(feature = "upstreams")]
+impl std::ops::Deref for Producer {
+    type Target = dyn Produce;
+
+    fn deref(&self) -> &(dyn Produce + 'static) {
+        &*self.0
+    }
+}
+
+#[cfg(feature = "upstreams")]
+impl std::ops::DerefMut for Producer {
+    fn deref_mut(&mut self) -> &mut (dyn Produce + 'static) {
+        &mut *self.0
+    }
+}
+
+#[cfg(feature = "upstreams")]
+impl Drop for Producer {
+    fn drop(&mut self) {
+        std::mem::replace(&mut self.0, Box::new(Gone)).recycle();
+    }
+}
+
 /// One produced answer on its way: the producer, the request it answers,
 /// and its streamed compression (decided once, at the head).
 #[derive(Debug)]
 pub struct Run {
-    producer: Box<dyn Produce>,
+    producer: Producer,
     /// The request it answers (for the log, and to answer it otherwise).
     pub request: Held,
     squeeze: Squeeze,
@@ -188,7 +232,7 @@ impl Run {
     pub fn new(producer: Box<dyn Produce>, request: Held) -> Run {
         let head_only = request.req.method() == Method::Head;
         Run {
-            producer,
+            producer: held(producer),
             request,
             squeeze: Squeeze::default(),
             started: false,
@@ -313,8 +357,9 @@ impl Run {
     /// Takes it apart once its answer became a byte tunnel (see
     /// `crate::server::tunnel`): its producer, and the request it answers.
     #[cfg(feature = "upstreams")]
-    pub fn into_tunnel(self) -> (Box<dyn Produce>, Held) {
-        (self.producer, self.request)
+    pub fn into_tunnel(mut self) -> (Box<dyn Produce>, Held) {
+        let producer = std::mem::replace(&mut self.producer.0, Box::new(Gone));
+        (producer, self.request)
     }
 
     /// Where the request body goes, if the producer reads one.
@@ -383,7 +428,7 @@ impl Run {
             let last = match gave {
                 Gave::Pending => {
                     if let Some(next) = self.producer.successor() {
-                        self.producer = next;
+                        self.producer = held(next);
                     }
                     return if moved { Outcome::Moved } else { Outcome::Idle };
                 }
@@ -428,7 +473,10 @@ impl Run {
                     // and drops it: see `stops_at_bodiless_head`.)
                     let bodiless = self.head_only || Status(head.status).is_bodiless();
                     let stops = bodiless && self.producer.stops_at_bodiless_head();
-                    if sink.head(&head) == Wanted::Stop || stops {
+                    let wanted = sink.head(&head);
+                    #[cfg(feature = "upstreams")]
+                    self.producer.head_written(head.headers);
+                    if wanted == Wanted::Stop || stops {
                         if !self.producer.is_process() || file.is_some() {
                             // No body is sent: the producer is not wanted.
                             self.halt(cx.log);

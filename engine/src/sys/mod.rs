@@ -5,6 +5,8 @@
 //! into Lua's C API (`handlers::servlets::ffi`); each block carries a
 //! `// SAFETY:` line saying why it is sound.
 
+#[cfg(feature = "upstreams")]
+pub mod boxes;
 pub mod cached;
 pub mod dir;
 pub mod fs;

@@ -79,6 +79,16 @@ fn named_by_connection(lines: Lines<'_>, name: &[u8]) -> bool {
 /// bytes; the reason is for the error log. On success the body (if any)
 /// starts at [`CgiHead::head_len`].
 pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static str> {
+    parse_head_in(buf, max, Vec::new)
+}
+
+/// As [`parse_head`], the fields passed on written in the buffer `spare`
+/// gives (empty; asked once the block is complete).
+pub fn parse_head_in(
+    buf: &[u8],
+    max: usize,
+    spare: impl FnOnce() -> Vec<u8>,
+) -> Result<Option<CgiHead>, &'static str> {
     let Some(head_len) = head_len(buf, max)? else {
         return Ok(None);
     };
@@ -90,7 +100,8 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     let mut content_length: Option<u64> = None;
     // (A line passed on grows by two bytes at most, its `: ` and its
     // CRLF, and took three at least: twice the block is room enough.)
-    let mut headers = Vec::with_capacity(2 * head_len);
+    let mut headers = spare();
+    headers.reserve(2 * head_len);
     // Header lines passed on other than Location and Content-Type, which
     // decide whether a local redirect is allowed (§6.2.2).
     let mut others = 0;

@@ -33,7 +33,7 @@ pub use env::{
     build_env, content_length, request_env, request_vars, vars, EnvRequest, Names, SliceHeaders,
     VarSink, DEFAULT_PATH, SERVER_SOFTWARE,
 };
-pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
+pub use head::{parse_head, parse_head_in, CgiHead, CgiReply, DROPPED};
 pub use process::{Children, Process};
 pub use programs::Programs;
 pub use reply::{reply_head, ScriptReply};

@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 
 use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
 use crate::config::{Level, Tried};
-use crate::handlers::cgi::{parse_head, reply_head, CgiReply};
+use crate::handlers::cgi::{parse_head_in, reply_head, CgiReply};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::proxy::balance::Tries;
 use crate::handlers::proxy::dial;
 use crate::handlers::proxy::link::Link;
-use crate::handlers::proxy::pool::Keep;
+use crate::handlers::proxy::pool::{give_back_to, pool_of, spare_buffer, Keep};
 use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket, Waiting};
 use crate::handlers::spool::{ReadAhead, Spool};
 use crate::http::Status;
@@ -225,10 +225,7 @@ impl FastcgiBody {
         let keep = opts.keep.is_some();
         // (In buffers an answer before gave back to the pool, if any:
         // see `Drop`.)
-        let spare = || match &opts.keep {
-            Some(keep) => keep.pool.borrow_mut().buffer(),
-            None => Vec::new(),
-        };
+        let spare = || spare_buffer(&opts.keep);
         let records = request_records(spare(), params, keep, whole);
         let mut outbox = Outbox::starting_with(records);
         let head_buf = spare();
@@ -406,7 +403,8 @@ impl FastcgiBody {
     /// STDOUT so far in `head_buf`: the head if complete, none if more is
     /// needed, or its failure.
     fn read_head(&mut self) -> Option<Gave> {
-        let head = match parse_head(&self.head_buf, self.opts.max_head) {
+        let spare = || spare_buffer(&self.opts.keep);
+        let head = match parse_head_in(&self.head_buf, self.opts.max_head, spare) {
             Ok(None) => return None,
             Err(why) => return Some(self.broken(format!("invalid answer: {why}"))),
             Ok(Some(head)) => head,
@@ -512,6 +510,15 @@ impl Produce for FastcgiBody {
         &self.opts.label
     }
 
+    fn head_written(&mut self, headers: Vec<u8>) {
+        give_back_to(&self.opts.keep, headers);
+    }
+
+    fn recycle(self: Box<Self>) {
+        let pool = pool_of(&self.opts.keep);
+        crate::handlers::proxy::pool::recycle(self, pool.as_ref());
+    }
+
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
         // (Asked at the answer's end, or once it was given up.)
         self.answered
@@ -610,7 +617,9 @@ impl Produce for FastcgiBody {
                 Ok(0) => return self.closed(None),
                 Ok(_) => {
                     self.connected = true;
-                    self.again = None;
+                    // (Not needed any more: back to the pool, for the
+                    // next request's.)
+                    give_back_to(&self.opts.keep, self.again.take().unwrap_or_default());
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -759,6 +768,7 @@ impl Drop for FastcgiBody {
             pool.give_back(self.outbox.take_buf());
             pool.give_back(std::mem::take(&mut self.head_buf));
             pool.give_back(std::mem::take(&mut self.pending));
+            pool.give_back(self.again.take().unwrap_or_default());
             pool.give_back_read(std::mem::take(&mut self.inbuf), PIECE);
         }
     }

@@ -53,7 +53,8 @@ pub struct FastcgiPlan {
 /// `SERVER_SOFTWARE` and `HTTP_AUTHORIZATION`), then the rule's `env`
 /// over them (neither FastCGI's parameters nor a program's environment
 /// has an order). `PATH`, which only a program started by brisk needs,
-/// is left out unless `env` sets it.
+/// is left out unless `env` sets it. Written in `out` (empty).
+#[allow(clippy::too_many_arguments)]
 pub fn params(
     script: &script::Script,
     req: &OwnedRequest,
@@ -61,6 +62,7 @@ pub fn params(
     document_root: &Path,
     content_length: Option<u64>,
     env: &[(String, String)],
+    mut out: Vec<u8>,
 ) -> Vec<u8> {
     let names = Names {
         name: &script.name,
@@ -75,7 +77,7 @@ pub fn params(
         .sum();
     let paths = script.filename.as_os_str().len() + document_root.as_os_str().len();
     let guess = 640 + fields + paths + 2 * (req.original_target().len() + script.path_info.len());
-    let mut out = Vec::with_capacity(guess);
+    out.reserve(guess);
     let mut w = record::Params::new(&mut out, body::ID);
     request_vars(names, req, ends, document_root, content_length, env, &mut w);
     w.close();

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use super::balance::{Lease, Shared};
 use super::dial;
 use super::link::{Link, Tls};
-use super::pool::Keep;
+use super::pool::{give_back_to, pool_of, spare_buffer, Keep};
 use super::request::{BodyOut, HOP_BY_HOP};
 use super::UpstreamPlan;
 use crate::config::{HeaderEdits, Level, ServerMode, Tried};
@@ -284,10 +284,11 @@ pub struct ProxyBody {
     /// a tunnel that lost bytes).
     early_over: bool,
     /// The router's plan, in the box it came in (the producer is smaller
-    /// for it, and nothing of it is copied): its options, and the rule's
-    /// TLS client for the connections made again; its head and held body
-    /// are taken out at the start.
-    plan: Box<UpstreamPlan>,
+    /// for it, and nothing of it is copied; the box goes back to the
+    /// worker's pool with the producer's: see `Drop`): its options, and
+    /// the rule's TLS client for the connections made again; its head
+    /// and held body are taken out at the start.
+    plan: Planned,
     /// For the access log: the upstream (`127.0.0.1:9001`), and once
     /// its head came, its status and after how long.
     answered: Answered,
@@ -298,12 +299,14 @@ impl ProxyBody {
     /// [`super::request::write_head`]) goes on `sock`, a socket
     /// connected, or connecting, to the upstream, non-blocking.
     /// (`plan` says the rest: its head, its options, its body if held.)
-    pub fn new(sock: OwnedFd, plan: Box<UpstreamPlan>) -> ProxyBody {
+    pub fn new(sock: OwnedFd, plan: Box<UpstreamPlan>) -> Box<ProxyBody> {
         ProxyBody::on(Some(sock), plan)
     }
 
-    /// As [`ProxyBody::new`], on `sock` if there is one yet.
-    fn on(sock: Option<OwnedFd>, mut plan: Box<UpstreamPlan>) -> ProxyBody {
+    /// As [`ProxyBody::new`], on `sock` if there is one yet. (Made in
+    /// a box an answer before gave back to the worker's pool, if any:
+    /// see `Produce::recycle`. No box is made a warm request.)
+    fn on(sock: Option<OwnedFd>, mut plan: Box<UpstreamPlan>) -> Box<ProxyBody> {
         let head = std::mem::take(&mut plan.head);
         let held = plan.held.take();
         let opts = &plan.opts;
@@ -312,10 +315,8 @@ impl ProxyBody {
         let again = opts.turn.as_ref().is_some_and(|t| t.idempotent);
         // (In buffers an answer before gave back to the pool, if any:
         // see `Drop`.)
-        let spare = || match &opts.keep {
-            Some(keep) => keep.pool.borrow_mut().buffer(),
-            None => Vec::new(),
-        };
+        let spare = || spare_buffer(&opts.keep);
+        let pool = pool_of(&opts.keep);
         let mut kept_head = Vec::new();
         if again {
             kept_head = spare();
@@ -327,7 +328,7 @@ impl ProxyBody {
         outbox.body_end = !body_open;
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
         let ahead = ReadAhead::new(opts.hold, opts.temp.as_deref());
-        let mut body = ProxyBody {
+        let body = ProxyBody {
             sock: Socket::new(sock),
             link: Link::Plain,
             head: kept_head,
@@ -356,9 +357,10 @@ impl ProxyBody {
             ended_early: false,
             early: Vec::new(),
             early_over: false,
-            plan,
+            plan: Planned(Some(plan)),
             answered: Answered::new(),
         };
+        let mut body = super::pool::boxed(pool.as_ref(), body);
         body.holding(held);
         body
     }
@@ -413,7 +415,7 @@ impl ProxyBody {
         let (sock, link) = made.map_or((None, Link::Plain), |(s, l)| (Some(s), l));
         // (Made in its box and set there: the producer is most of a KiB,
         // and each builder step by value copied it whole.)
-        let mut body = Box::new(ProxyBody::on(sock, plan));
+        let mut body = ProxyBody::on(sock, plan);
         body.logged_as(dial::addr_at(&to, tried));
         body.with_link(link);
         body.dialed = Some((to, tried));
@@ -668,7 +670,8 @@ impl ProxyBody {
                     true => Switch::Connect,
                     false => Switch::Upgrade,
                 };
-                let mut head = reply_head(&h, fields, &self.plan.opts.answer, switch);
+                let spare = spare_buffer(&self.plan.opts.keep);
+                let mut head = reply_head(&h, fields, &self.plan.opts.answer, switch, spare);
                 if self.plan.opts.connect {
                     (head.status, head.reason) = (200, None);
                 }
@@ -697,7 +700,7 @@ impl ProxyBody {
                     .then(|| {
                         let hinted: Vec<Header<'_>> =
                             fields.iter().filter(|f| hints(f.name)).copied().collect();
-                        reply_head(&h, &hinted, &self.plan.opts.answer, Switch::No)
+                        reply_head(&h, &hinted, &self.plan.opts.answer, Switch::No, Vec::new())
                     });
                 self.head_buf.drain(..len);
                 if let Some(hints) = hints {
@@ -709,7 +712,8 @@ impl ProxyBody {
             if let Some(lease) = &self.lease {
                 lease.group().borrow_mut().answered(lease.index);
             }
-            let head = reply_head(&h, fields, &self.plan.opts.answer, Switch::No);
+            let spare = spare_buffer(&self.plan.opts.keep);
+            let head = reply_head(&h, fields, &self.plan.opts.answer, Switch::No, spare);
             let framing = match h.framing {
                 ResponseFraming::None => BodyFraming::Length(0),
                 ResponseFraming::Length(n) => BodyFraming::Length(n),
@@ -934,11 +938,14 @@ fn answer_passes(name: &[u8], answer: &Answer) -> bool {
 /// upstream's (none if it sent none) unless `server = "brisk"`, its
 /// `Date` the upstream's if it sent one (else brisk's), as nginx does:
 /// the sinks leave out their own.
+/// The fields go in `headers` (empty: a buffer an answer before gave
+/// back, or a new one).
 fn reply_head(
     h: &ResponseHead<'_>,
     fields: &[Header<'_>],
     answer: &Answer,
     switch: Switch,
+    mut headers: Vec<u8>,
 ) -> ReplyHead {
     let is = |name: &[u8], known: &str| name.eq_ignore_case(known.as_bytes());
     let named_by_connection = |name: &[u8]| {
@@ -955,9 +962,8 @@ fn reply_head(
         + (answer.edits.set.iter())
             .map(|(n, v)| n.len() + v.len() + 4)
             .sum::<usize>();
-    let mut headers = Vec::new();
     let field = |headers: &mut Vec<u8>, parts: &[&[u8]]| {
-        if headers.capacity() == 0 {
+        if headers.is_empty() {
             headers.reserve(room);
         }
         for part in parts {
@@ -1025,6 +1031,15 @@ fn reply_head(
 impl Produce for ProxyBody {
     fn label(&self) -> &str {
         &self.plan.opts.label
+    }
+
+    fn head_written(&mut self, headers: Vec<u8>) {
+        give_back_to(&self.plan.opts.keep, headers);
+    }
+
+    fn recycle(self: Box<Self>) {
+        let pool = pool_of(&self.plan.opts.keep);
+        super::pool::recycle(self, pool.as_ref());
     }
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
@@ -1268,14 +1283,39 @@ impl Drop for ProxyBody {
         // (A kept connection went to the pool when its answer ended.)
         // The buffers go back to the pool, for the next answers (the
         // request's head, sent from the outbox's, the copy kept to send
-        // it again, the answer's head).
-        if let Some(keep) = &self.plan.opts.keep {
-            let mut pool = keep.pool.borrow_mut();
+        // it again, the answer's head), and so does the plan's box.
+        let pool = pool_of(&self.plan.opts.keep);
+        if let Some(pool) = &pool {
+            let mut pool = pool.borrow_mut();
             pool.give_back(self.outbox.take_buf());
             pool.give_back(std::mem::take(&mut self.head));
             pool.give_back(std::mem::take(&mut self.head_buf));
             pool.give_back(std::mem::take(&mut self.rest));
         }
+        if let Some(plan) = self.plan.0.take() {
+            super::pool::recycle(plan, pool.as_ref());
+        }
+    }
+}
+
+/// The router's plan, in its box, until the producer is dropped
+/// (which gives the box back: `Drop for ProxyBody`).
+#[derive(Debug)]
+struct Planned(Option<Box<UpstreamPlan>>);
+
+impl std::ops::Deref for Planned {
+    type Target = UpstreamPlan;
+
+    fn deref(&self) -> &UpstreamPlan {
+        self.0.as_deref().expect("the plan is there until the drop")
+    }
+}
+
+impl std::ops::DerefMut for Planned {
+    fn deref_mut(&mut self) -> &mut UpstreamPlan {
+        self.0
+            .as_deref_mut()
+            .expect("the plan is there until the drop")
     }
 }
 

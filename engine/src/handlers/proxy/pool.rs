@@ -66,6 +66,10 @@ pub struct Pool {
     /// No idle connection's time is up before this (a bound: one taken
     /// since may have been the one).
     soonest: Option<Instant>,
+    /// The boxes of the plans and producers of answers that ended (the
+    /// proxy's, FastCGI's), for the next ones: a warm request makes none
+    /// of its own.
+    pub boxes: crate::sys::boxes::Kept,
 }
 
 /// Spare buffers kept at most ([`Pool::give_back`]): as many as the
@@ -89,6 +93,53 @@ fn bit(token: usize) -> u64 {
 /// A pool shared by the router (which hands it to each answer) and the
 /// answers that give their connection back.
 pub type Shared = Rc<RefCell<Pool>>;
+
+/// The pool `keep` names, if any: where an answer's buffers and boxes
+/// go back, and come from.
+pub fn pool_of(keep: &Option<Keep>) -> Option<Shared> {
+    keep.as_ref().map(|keep| Rc::clone(&keep.pool))
+}
+
+/// A buffer an answer before gave back to the pool `keep` names, if any
+/// ([`Pool::give_back`]), or a new one.
+pub fn spare_buffer(keep: &Option<Keep>) -> Vec<u8> {
+    match keep {
+        Some(keep) => keep.pool.borrow_mut().buffer(),
+        None => Vec::new(),
+    }
+}
+
+/// Keeps `buf` (the fields of an answer's head, written) in the pool
+/// `keep` names, if any, for [`spare_buffer`].
+pub fn give_back_to(keep: &Option<Keep>, buf: Vec<u8>) {
+    if let Some(keep) = keep {
+        keep.pool.borrow_mut().give_back(buf);
+    }
+}
+
+/// `value` in a box an answer before gave back to `pool` ([`recycle`]),
+/// if any.
+pub fn boxed<T: 'static>(pool: Option<&Shared>, value: T) -> Box<T> {
+    match pool {
+        Some(pool) => pool.borrow_mut().boxes.boxed(value),
+        None => Box::new(value),
+    }
+}
+
+/// Keeps `empty` (a box whose value was dropped or moved out) in `pool`,
+/// if any, for [`boxed`].
+pub fn keep_box<T: 'static>(pool: Option<&Shared>, empty: crate::sys::boxes::Empty<T>) {
+    if let Some(pool) = pool {
+        pool.borrow_mut().boxes.keep(empty);
+    }
+}
+
+/// Drops `b`'s value (an answer's producer, or its plan: a producer's
+/// own `Drop` gives its buffers back first) and keeps its box in `pool`,
+/// if any, for [`boxed`].
+pub fn recycle<T: 'static>(b: Box<T>, pool: Option<&Shared>) {
+    keep_box(pool, crate::sys::boxes::emptied(b));
+}
 
 /// What an answer needs to give its connection back.
 #[derive(Debug, Clone)]
@@ -125,6 +176,7 @@ impl Default for Pool {
             tokens: 0,
             watching: [0; 64],
             soonest: None,
+            boxes: Default::default(),
         }
     }
 }
@@ -292,6 +344,7 @@ impl Pool {
     /// Frees the large read buffer and most spare ones: the worker rests.
     pub fn rest(&mut self) {
         self.read = Vec::new();
+        self.boxes.clear();
         self.spare.truncate(RESTING_SPARES);
         self.spare.shrink_to_fit();
     }

@@ -110,7 +110,17 @@ impl Router {
         let to = &rule.to[index];
         let length = content_length(held.as_ref(), req.body());
         let root = scripts.root(script.rule);
-        let params = params(script, req, routing.client.ends(), root, length, &rule.env);
+        // (In a buffer an answer before gave back: see `Pool::buffer`.)
+        let out = self.upstream_pool.borrow_mut().buffer();
+        let params = params(
+            script,
+            req,
+            routing.client.ends(),
+            root,
+            length,
+            &rule.env,
+            out,
+        );
         let body = match (held, length) {
             (Some(spool), _) => BodyIn::Held(spool),
             (None, None | Some(0)) => BodyIn::None,
@@ -140,7 +150,9 @@ impl Router {
         Plan {
             // (The status is the application's, from its answer's head.)
             status: Status::OK,
-            body: Body::Fastcgi(Box::new(plan)),
+            // (In the box of a plan before, if any: see
+            // `Worker::start_fastcgi`.)
+            body: Body::Fastcgi(self.upstream_pool.borrow_mut().boxes.boxed(plan)),
             close: false,
         }
     }

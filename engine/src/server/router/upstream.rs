@@ -189,7 +189,8 @@ impl Router {
         Step::Answer(Plan {
             // (The status is the upstream's, from its answer's head.)
             status: Status::OK,
-            body: Body::Upstream(Box::new(plan)),
+            // (In the box of a plan before, if any: see `ProxyBody::on`.)
+            body: Body::Upstream(self.upstream_pool.borrow_mut().boxes.boxed(plan)),
             close: false,
         })
     }

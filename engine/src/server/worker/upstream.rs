@@ -95,7 +95,7 @@ impl Worker {
         let keep = plan.opts.keep.as_ref();
         if let Some((sock, link, watched)) = self.kept_socket(&plan.to, keep, &plan.tls, check) {
             let addr = dial::addr(&plan.to);
-            let mut body = Box::new(ProxyBody::new(sock, plan));
+            let mut body = ProxyBody::new(sock, plan);
             body.with_link(link);
             body.on_kept_connection(watched);
             body.logged_as(addr);
@@ -132,13 +132,18 @@ impl Worker {
         if self.refuses(c, stream, &plan.opts.label) {
             return Ok(());
         }
+        // (The plan moved out of its box, which goes back to the pool with
+        // the producer's: see `crate::handlers::proxy::pool::boxed`.)
+        let (plan, empty) = crate::sys::boxes::take(plan);
+        let pool = crate::handlers::proxy::pool::pool_of(&plan.opts.keep);
+        crate::handlers::proxy::pool::keep_box(pool.as_ref(), empty);
         let FastcgiPlan {
             mut tries,
             params,
             body,
             idempotent,
             mut opts,
-        } = *plan;
+        } = plan;
         // (A request that can go again on a new connection finds out by
         // sending whether a kept one was closed: it is not looked at.)
         let again = idempotent && matches!(body, BodyIn::None);
@@ -181,9 +186,15 @@ impl Worker {
             .with_tries(tries, &to, tried);
         let body = match (again, kept) {
             (true, Some(_)) => body.may_go_again(params),
-            _ => body,
+            _ => {
+                if let Some(pool) = &pool {
+                    pool.borrow_mut().give_back(params);
+                }
+                body
+            }
         };
-        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+        let body = crate::handlers::proxy::pool::boxed(pool.as_ref(), body);
+        self.start_watched(c, r, stream, body, redirects, decoder)
     }
 
     /// A connection to `to` kept in the pool `keep` names, if there is

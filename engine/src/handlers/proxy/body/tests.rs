@@ -78,7 +78,7 @@ pub(crate) fn plan(
 }
 
 /// A producer on one end of a socket pair, the upstream on the other.
-fn started(head: &[u8], opts: Options) -> (ProxyBody, UnixStream) {
+fn started(head: &[u8], opts: Options) -> (Box<ProxyBody>, UnixStream) {
     let (ours, theirs) = UnixStream::pair().unwrap();
     ours.set_nonblocking(true).unwrap();
     (
@@ -507,7 +507,7 @@ fn an_answer_ended_exactly_leaves_its_connection_to_the_pool() {
 
 /// A producer for a WebSocket handshake (for an extended CONNECT with
 /// `connect`), its head received upstream.
-fn handshake(connect: bool) -> (ProxyBody, UnixStream) {
+fn handshake(connect: bool) -> (Box<ProxyBody>, UnixStream) {
     let head = b"GET /ws HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n";
     let opts = Options {
         upgrade: Some(b"websocket".as_slice().into()),

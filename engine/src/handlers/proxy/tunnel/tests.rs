@@ -48,7 +48,7 @@ fn handshake(connect: bool) -> (Box<dyn Produce>, UnixStream) {
         temp: None,
     };
     let plan = crate::handlers::proxy::body::tests::plan(None, HANDSHAKE, opts);
-    let mut p: Box<dyn Produce> = Box::new(ProxyBody::new(OwnedFd::from(ours), plan));
+    let mut p: Box<dyn Produce> = ProxyBody::new(OwnedFd::from(ours), plan);
     write(&mut *p).unwrap();
     let mut got = vec![0; HANDSHAKE.len()];
     up.read_exact(&mut got).unwrap();
