@@ -2,8 +2,12 @@
 //! through php-fpm): a keep-alive client, brisk in this process, and a
 //! stand-in application on a unix socket on a thread of its own (not
 //! counted) that answers as php-fpm does, with the connection kept
-//! (`keepalive`). The count is a ratchet: it may only go down. 3 now, 7
-//! before 2026-12-06 16:00 UTC: the plan's and the producer's boxes are
+//! (`keepalive`). None now. 3 before 2026-12-06 16:00 UTC: the
+//! script's URL path and file name are written in buffers the scripts
+//! before gave back to the site's `Scripts` (`Scripts::give_back`), the
+//! log's label in a spare buffer of the upstream pool, given back with
+//! the producer's (-3). 7
+//! before 2026-12-06 15:00 UTC: the plan's and the producer's boxes are
 //! those of the answers before, kept emptied by the worker's upstream
 //! pool (`sys::boxes`, `Produce::recycle`), and the PARAMS records and
 //! the answer's fields are written in spare buffers given back to it
@@ -31,11 +35,8 @@
 //! script's file name and the log's label made in one go each (-2), a
 //! field's `HTTP_` name in a buffer sized once (-1).
 //!
-//! The 3 left (`BRISK_ALLOC_TRACE=1 cargo test --test alone --
-//! fastcgi --nocapture` prints their backtraces): the script's URL path
-//! and file name (`script::Scripts::find`, `script::lookup`: a `Script`
-//! owns them, and a request held for its body keeps it), and the log's
-//! label (`router::fastcgi::label`).
+//! (`BRISK_ALLOC_TRACE=1 cargo test --test alone -- fastcgi
+//! --nocapture` prints the backtrace of each one, should one come back.)
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -49,7 +50,7 @@ use crate::counting::{allocs_per, not_counted};
 use crate::embedded::Embedded;
 
 /// At most this many allocations a FastCGI request, warm.
-const RATCHET: u64 = 3;
+const RATCHET: u64 = 0;
 
 /// What php-fpm answers for `<?php echo "Hello, world\n";`.
 const HEAD: &[u8] = b"X-Powered-By: PHP/8.2\r\nContent-type: text/html; charset=UTF-8\r\n\r\n";

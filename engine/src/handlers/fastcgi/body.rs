@@ -769,6 +769,7 @@ impl Drop for FastcgiBody {
             pool.give_back(std::mem::take(&mut self.head_buf));
             pool.give_back(std::mem::take(&mut self.pending));
             pool.give_back(self.again.take().unwrap_or_default());
+            pool.give_back(std::mem::take(&mut self.opts.label).into_bytes());
             pool.give_back_read(std::mem::take(&mut self.inbuf), PIECE);
         }
     }

@@ -71,10 +71,18 @@ pub struct Scripts {
     cgi: Vec<CgiRule>,
     /// The scripts found lately.
     checked: Checked,
+    /// The buffers of scripts given back ([`Scripts::give_back`]), for
+    /// the next names: a warm request makes none of its own.
+    spare: Vec<Vec<u8>>,
     /// Lookups that would wait for the disk, made off the event loop.
     #[cfg(feature = "cold-lookups")]
     cold: Cold,
 }
+
+/// Buffers kept at most by [`Scripts::give_back`] (a script's name and
+/// file name, and the next request's), none over [`SPARE_BYTES`].
+const SPARES: usize = 4;
+const SPARE_BYTES: usize = 4096;
 
 /// The root a lookup is made beneath: rule `i`'s, or the site's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -246,6 +254,7 @@ impl Scripts {
                 held: 0,
                 valid,
             },
+            spare: Vec::new(),
             #[cfg(feature = "cold-lookups")]
             cold: Cold::default(),
         })
@@ -339,11 +348,38 @@ impl Scripts {
         Found::No
     }
 
+    /// Keeps the buffers of `script` (once its request went), for the
+    /// next scripts' names.
+    pub fn give_back(&mut self, script: Script) {
+        use std::os::unix::ffi::OsStringExt;
+        let file = script.filename.into_os_string().into_vec();
+        for mut buf in [script.name, file, script.path_info] {
+            if (1..=SPARE_BYTES).contains(&buf.capacity()) && self.spare.len() < SPARES {
+                buf.clear();
+                self.spare.push(buf);
+            }
+        }
+    }
+
+    /// `bytes` in a buffer given back before, if any.
+    fn copy(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = self.spare.pop().unwrap_or_default();
+        out.extend_from_slice(bytes);
+        out
+    }
+
     fn under_rule(&mut self, i: usize, path: &[u8], protected: &Protected, now: Instant) -> Found {
-        let mut script = match &self.rules[i].split_path {
+        let cut = match &self.rules[i].split_path {
             Some(end) => split(path, end.as_bytes()),
-            None => Some((path.to_vec(), Vec::new())),
+            None => Some(path.len()),
         };
+        let mut script = cut.map(|at| {
+            let info = match at < path.len() {
+                true => self.copy(&path[at..]),
+                false => Vec::new(),
+            };
+            (self.copy(&path[..at]), info)
+        });
         // `/a.php/` is script `/a.php` with `PATH_INFO=/` (as nginx's
         // `fastcgi_split_path_info` splits it), unless `a.php` is a
         // directory: then it is that directory's path, as any other.
@@ -432,9 +468,11 @@ fn lookup(
     now: Instant,
 ) -> Result<PathBuf, Found> {
     let rel = name.strip_prefix(b"/").unwrap_or(name);
-    // (As `dir.join(rel)`, in one allocation.)
+    // (As `dir.join(rel)`, in one allocation, if that: a buffer given
+    // back before.)
+    let mut file = scripts.spare.pop().unwrap_or_default();
     let dir = scripts.roots[i].1.as_os_str().as_bytes();
-    let mut file = Vec::with_capacity(dir.len() + 1 + rel.len());
+    file.reserve(dir.len() + 1 + rel.len());
     file.extend_from_slice(dir);
     if !dir.ends_with(b"/") {
         file.push(b'/');
@@ -461,9 +499,9 @@ fn lookup(
     Err(Found::Refused(refused.0, refused.1, file))
 }
 
-/// `path` split after the first segment that ends with `end` (the
-/// script, and `PATH_INFO`); none when no segment does.
-pub fn split(path: &[u8], end: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+/// Where `path` splits, after the first segment that ends with `end`
+/// (the script before, `PATH_INFO` after); none when no segment does.
+pub fn split(path: &[u8], end: &[u8]) -> Option<usize> {
     let mut pos = 0;
     while pos < path.len() {
         let stop = path[pos + 1..]
@@ -472,7 +510,7 @@ pub fn split(path: &[u8], end: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
             .map_or(path.len(), |n| pos + 1 + n);
         let segment = &path[pos + 1..stop];
         if segment.len() > end.len() && segment.ends_with(end) {
-            return Some((path[..stop].to_vec(), path[stop..].to_vec()));
+            return Some(stop);
         }
         pos = stop;
     }
@@ -484,8 +522,8 @@ mod tests {
     use super::split;
 
     fn parts(path: &str) -> Option<(String, String)> {
-        let (a, b) = split(path.as_bytes(), b".php")?;
-        Some((String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap()))
+        let at = split(path.as_bytes(), b".php")?;
+        Some((path[..at].to_string(), path[at..].to_string()))
     }
 
     #[test]

@@ -69,7 +69,13 @@ impl Router {
             Found::Script(script) if holds_body(rules.get(script.rule), routing.req.body()) => {
                 Step::Defer(Deferred::WholeBody(Resume(Resumed::Fastcgi(script))))
             }
-            Found::Script(script) => Step::Answer(self.start_fastcgi(&script, None, routing)),
+            Found::Script(script) => {
+                let plan = self.start_fastcgi(&script, None, routing);
+                if let Some(scripts) = &mut self.sites[site].fastcgi {
+                    scripts.give_back(script);
+                }
+                Step::Answer(plan)
+            }
         }
     }
 
@@ -86,7 +92,7 @@ impl Router {
             return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         };
         if let Some(Err(e)) = held.as_mut().map(Spool::rewind) {
-            let label = label(&script.filename, routing.req);
+            let label = label(&script.filename, routing.req, Vec::new());
             routing.log.log(
                 Level::Error,
                 format_args!(
@@ -132,7 +138,13 @@ impl Router {
             params,
             body,
             opts: Options {
-                label: label(&script.filename, req),
+                // (In a buffer an answer before gave back: see
+                // `FastcgiBody`'s drop.)
+                label: label(
+                    &script.filename,
+                    req,
+                    self.upstream_pool.borrow_mut().buffer(),
+                ),
                 connect_timeout: rule.connect_timeout,
                 read_timeout: rule.read_timeout,
                 send_timeout: rule.send_timeout,
@@ -177,11 +189,12 @@ pub(super) fn group(rule: &FastcgiRule) -> Shared {
 /// about it starts with: `fastcgi FILE ("GET /target")`. The script
 /// alone names no request when one front controller answers them all;
 /// nginx ends its lines with `request: "GET /target HTTP/1.1"`. (The
-/// target as sent, quoted; the logger escapes what is left.)
-fn label(script: &std::path::Path, req: &OwnedRequest) -> String {
+/// target as sent, quoted; the logger escapes what is left.) Written in
+/// `label` (empty).
+fn label(script: &std::path::Path, req: &OwnedRequest, mut label: Vec<u8>) -> String {
     let (method, target) = (req.method_token(), req.target());
     let name = script.as_os_str().as_bytes();
-    let mut label = Vec::with_capacity(16 + name.len() + method.len() + target.len());
+    label.reserve(16 + name.len() + method.len() + target.len());
     label.extend_from_slice(b"fastcgi ");
     label.extend_from_slice(name);
     label.extend_from_slice(b" (\"");
@@ -228,7 +241,7 @@ mod tests {
         assert!(req.parse(head, &limits).unwrap().is_some());
         let file = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/srv/caf\xe9.php"));
         assert_eq!(
-            super::label(file, &req),
+            super::label(file, &req, Vec::new()),
             "fastcgi /srv/caf\u{fffd}.php (\"GET /it\\'s/caf%C3%A9.php?a=\\\\\")"
         );
     }
