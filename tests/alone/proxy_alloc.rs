@@ -110,15 +110,7 @@ fn answer(s: &mut TcpStream, buf: &mut Vec<u8>) {
 /// `more` keys.
 fn allocations_with(head: &'static [u8], more: &str) -> f64 {
     let _alone = crate::counting::alone();
-    not_counted(true);
-    let up = upstream(head);
-    let server = Embedded::start(
-        "proxy-alloc",
-        &format!(
-            "[limits]\nkeepalive_requests = 1000000\n\
-             [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{up}\"\n{more}"
-        ),
-    );
+    let server = proxying(head, more);
     let mut s = TcpStream::connect(server.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let request = b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -132,6 +124,50 @@ fn allocations_with(head: &'static [u8], more: &str) -> f64 {
     drop(s);
     server.stop();
     per
+}
+
+/// A server whose `/api/` goes to an upstream that answers with `head`
+/// and 100 bytes, by a rule with `more` keys (counting off until the
+/// caller turns it on).
+fn proxying(head: &'static [u8], more: &str) -> Embedded {
+    not_counted(true);
+    let up = upstream(head);
+    Embedded::start(
+        "proxy-alloc",
+        &format!(
+            "[limits]\nkeepalive_requests = 1000000\n\
+             [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{up}\"\n{more}"
+        ),
+    )
+}
+
+/// An HTTP/2 client proxied to an HTTP/1.1 upstream (issue #27's common
+/// case): none either, as for a static file over h2c (`zero_alloc.rs`).
+/// 5 before 2026-12-06 16:00 UTC: the request's buffers (its fields, its
+/// target, its path) went with the run instead of back to the worker's
+/// pools (3); the answer's body, copied for the stream to send as its
+/// window allows (`StreamSink::data`, `Piece::Bytes`, two pieces here),
+/// now goes into the buffers of pieces sent before (`h2::Scratch::copy`,
+/// 2 more); and the stream's list of pieces is the list of an answer that
+/// ended, as a static answer's is (`Session::spare_pieces`; the list's
+/// first push had made it), so is its log line's buffer.
+#[cfg(feature = "http2")]
+#[test]
+fn a_warm_request_of_an_h2_client_proxied_allocates_nothing() {
+    let _alone = crate::counting::alone();
+    let server = proxying(FIELDS, "");
+    let mut c = crate::zero_alloc::h2_client(server.addr);
+    let request = crate::zero_alloc::block("/api/x");
+    not_counted(false);
+    let per = allocs_per(500, || assert_eq!(c.get(&[&request]), 100));
+    not_counted(true);
+    drop(c);
+    server.stop();
+    println!("a warm proxied request over h2c: {per:.2} allocations");
+    assert!(
+        per <= RATCHET as f64,
+        "{per:.2} allocations a proxied request over h2c, more than {RATCHET}"
+    );
 }
 
 #[test]

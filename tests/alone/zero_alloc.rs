@@ -91,7 +91,7 @@ fn content_length(head: &[u8]) -> u64 {
 
 /// An HTTP/2 client that allocates nothing once made.
 #[cfg(feature = "http2")]
-struct H2Client {
+pub struct H2Client {
     s: TcpStream,
     buf: Vec<u8>,
     filled: usize,
@@ -104,7 +104,7 @@ impl H2Client {
     /// Sends a GET for each of `paths` (their blocks made in advance),
     /// then reads until every one of them has ended; returns the DATA
     /// bytes received. Window credit goes back as DATA arrives.
-    fn get(&mut self, blocks: &[&[u8]]) -> u64 {
+    pub fn get(&mut self, blocks: &[&[u8]]) -> u64 {
         self.out.clear();
         let first = self.next;
         for block in blocks {
@@ -157,8 +157,9 @@ fn frame_len(b: &[u8]) -> usize {
     (u32::from_be_bytes([0, b[0], b[1], b[2]])) as usize
 }
 
+/// The header block of a GET of `path` (HPACK, nothing indexed).
 #[cfg(feature = "http2")]
-fn block(path: &str) -> Vec<u8> {
+pub fn block(path: &str) -> Vec<u8> {
     let mut b = vec![0x82, 0x86]; // GET, http
     hpack::encode_field(b":path", path.as_bytes(), &mut b);
     hpack::encode_field(b":authority", b"x", &mut b);
@@ -417,9 +418,10 @@ mod tls {
     }
 }
 
-/// The same promise over h2c, on the same server.
+/// A client of `addr` over h2c, its connection's preface and
+/// settings sent.
 #[cfg(feature = "http2")]
-fn h2_scenarios(addr: std::net::SocketAddr) {
+pub fn h2_client(addr: std::net::SocketAddr) -> H2Client {
     let s = TcpStream::connect(addr).unwrap();
     // (No Nagle: a request must not wait for the ACK of a WINDOW_UPDATE.)
     s.set_nodelay(true).unwrap();
@@ -435,6 +437,13 @@ fn h2_scenarios(addr: std::net::SocketAddr) {
     frame::write_settings(&mut hello, &[(setting::INITIAL_WINDOW_SIZE, 1 << 20)]);
     frame::write_window_update(&mut hello, 0, 1 << 24);
     c.s.write_all(&hello).unwrap();
+    c
+}
+
+/// The same promise over h2c, on the same server.
+#[cfg(feature = "http2")]
+fn h2_scenarios(addr: std::net::SocketAddr) {
+    let mut c = h2_client(addr);
     let small = block("/index.html");
     let files: Vec<Vec<u8>> = (0..100).map(|i| block(&format!("/f{i}.txt"))).collect();
     let bigs: Vec<Vec<u8>> = (0..4).map(|i| block(&format!("/big{i}.bin"))).collect();

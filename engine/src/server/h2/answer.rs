@@ -109,11 +109,12 @@ impl<O> Answer<O> {
         self.pieces.iter().map(Piece::len).sum()
     }
 
-    /// Drops its front piece, all sent, with what was known of its bytes
-    /// being cached (its `warmth` compares offsets only: a multipart
-    /// answer's next range may be of the same file, elsewhere).
-    pub fn piece_sent(&mut self) {
-        self.pieces.pop_front();
+    /// Takes its front piece, all sent (for [`super::Scratch::give_back`]),
+    /// and forgets what was known of its bytes being cached (its `warmth`
+    /// compares offsets only: a multipart answer's next range may be of
+    /// the same file, elsewhere).
+    pub fn piece_sent(&mut self) -> Option<super::Piece> {
         self.warmth = Warmth::default();
+        self.pieces.pop_front()
     }
 }

@@ -196,11 +196,14 @@ impl Session {
         self.conn.send_headers(id, block, true)
     }
 
-    /// An empty piece list and log-line buffer for a new answer.
-    pub fn spares(&mut self) -> (VecDeque<Piece>, Vec<u8>) {
-        let pieces = self.spare_pieces.pop().unwrap_or_default();
-        let text = self.spare_text.pop().unwrap_or_default();
-        (pieces, text)
+    /// An empty piece list for a new answer.
+    pub fn spare_pieces(&mut self) -> VecDeque<Piece> {
+        self.spare_pieces.pop().unwrap_or_default()
+    }
+
+    /// An empty log-line buffer for a new answer.
+    pub fn spare_text(&mut self) -> Vec<u8> {
+        self.spare_text.pop().unwrap_or_default()
     }
 
     /// Keeps the memory of an answer that ended for the next ones (up to
@@ -397,4 +400,38 @@ pub struct Scratch {
     pub block: Vec<u8>,
     /// A field name in lower case.
     pub name: Vec<u8>,
+    /// The buffers of body pieces sent ([`Piece::Bytes`]: a produced
+    /// answer's body, waiting for its stream's window), for the next
+    /// ([`Scratch::copy`]).
+    bytes: Vec<Vec<u8>>,
+}
+
+/// Buffers of sent pieces kept at most ([`Scratch::give_back`]), none
+/// larger than [`PIECE_BYTES`]: 256 KiB a worker at most.
+const PIECES: usize = 16;
+const PIECE_BYTES: usize = 16 * 1024;
+
+impl Scratch {
+    /// `data` in a buffer of a piece sent before, if any.
+    pub fn copy(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut out = self.bytes.pop().unwrap_or_default();
+        out.extend_from_slice(data);
+        out
+    }
+
+    /// Keeps the buffer of `piece`, sent, for [`Scratch::copy`] (unless
+    /// it is not bytes, or too large, or enough are kept).
+    pub fn give_back(&mut self, piece: Option<Piece>) {
+        if let Some(Piece::Bytes(mut b, _)) = piece {
+            if (1..=PIECE_BYTES).contains(&b.capacity()) && self.bytes.len() < PIECES {
+                b.clear();
+                self.bytes.push(b);
+            }
+        }
+    }
+
+    /// Frees the kept buffers (a quiet worker rests).
+    pub fn rest(&mut self) {
+        self.bytes = Vec::new();
+    }
 }

@@ -147,7 +147,8 @@ impl<F: Frames> Sink for StreamSink<'_, F> {
         let take = &bytes[..bytes.len() - over as usize];
         if !take.is_empty() && !a.discard {
             a.body_len += take.len() as u64;
-            a.pieces.push_back(Piece::Bytes(take.to_vec(), 0));
+            // (In a buffer of a piece sent before, if any.)
+            a.pieces.push_back(Piece::Bytes(self.scratch.copy(take), 0));
         }
         over == 0
     }

@@ -314,6 +314,7 @@ impl Pools {
         #[cfg(feature = "http2")]
         {
             self.h2_spares = Vec::new();
+            self.h2_scratch.rest();
         }
     }
 

@@ -718,7 +718,7 @@ impl Worker {
                 a.window_since = None;
             }
             if piece.is_empty() {
-                a.piece_sent();
+                self.pools.h2_scratch.give_back(a.piece_sent());
             }
             let ran_out = a.pieces.is_empty() && !a.open;
             if end {
@@ -920,7 +920,8 @@ pub(super) fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handle
 
 /// Counts the answer to `req` whose head (`status`) went out on `c` now
 /// (timed from `routed`, when the stream's request was routed), and
-/// drafts its access-log line (finished when its stream ends). (Of the
+/// drafts its access-log line in `text` (empty; finished when its stream
+/// ends). (Of the
 /// worker's parts, not of the worker: the answer's run is borrowed from
 /// its exchanges meanwhile.)
 pub(in crate::server::worker) fn head_log(
@@ -929,12 +930,12 @@ pub(in crate::server::worker) fn head_log(
     c: &Conn,
     req: &OwnedRequest,
     (status, upstream): (u16, Option<crate::log::Upstream<'_>>),
+    mut text: Vec<u8>,
 ) -> Option<(Vec<u8>, Draft)> {
     counts.answered(req, status, routed, clock.now);
     logger.access_enabled().then(|| {
         let mut rec = request_record(c, clock.wall(), req, status);
         rec.upstream = upstream;
-        let mut text = Vec::new();
         let draft = logger.draft(&rec, &mut text);
         (text, draft)
     })

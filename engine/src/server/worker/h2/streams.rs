@@ -39,10 +39,13 @@ pub(in crate::server::worker) trait Streamed {
     /// The answers of `p`'s session and how many of them programs and
     /// upstreams produce, if `p` speaks this protocol.
     fn answers(p: &mut Proto) -> Option<(&mut Vec<Answer<Self::Own>>, &mut u32)>;
-    /// An empty piece list and log-line buffer for a new answer of
-    /// `p`'s session (HTTP/2's are kept from the answers that ended),
-    /// if `p` speaks this protocol.
-    fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)>;
+    /// An empty piece list for a new answer of `p`'s session (HTTP/2's
+    /// and HTTP/3's are kept from the answers that ended), if `p` speaks
+    /// this protocol.
+    fn spare_pieces(p: &mut Proto) -> Option<VecDeque<Piece>>;
+    /// An empty log-line buffer for a new answer of `p`'s session
+    /// (HTTP/2's are kept from the answers that ended).
+    fn spare_text(p: &mut Proto) -> Vec<u8>;
     /// Gives back the flow-control credit of `n` bytes of stream `id`'s
     /// request body that were received but that no producer will read
     /// (its run is over with them in its input), if `p` speaks this
@@ -65,8 +68,12 @@ impl Streamed for H2 {
         p.h2_mut().map(|s| (&mut s.answers, &mut s.programs))
     }
 
-    fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)> {
-        p.h2_mut().map(Session::spares)
+    fn spare_pieces(p: &mut Proto) -> Option<VecDeque<Piece>> {
+        p.h2_mut().map(Session::spare_pieces)
+    }
+
+    fn spare_text(p: &mut Proto) -> Vec<u8> {
+        p.h2_mut().map(Session::spare_text).unwrap_or_default()
     }
 
     fn release(p: &mut Proto, id: u32, n: usize) {
@@ -98,11 +105,15 @@ impl Streamed for H3 {
         }
     }
 
-    fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)> {
+    fn spare_pieces(p: &mut Proto) -> Option<VecDeque<Piece>> {
         match p {
-            Proto::H3(s) => Some((s.spare_pieces.pop().unwrap_or_default(), Vec::new())),
+            Proto::H3(s) => Some(s.spare_pieces.pop().unwrap_or_default()),
             _ => None,
         }
+    }
+
+    fn spare_text(_: &mut Proto) -> Vec<u8> {
+        Vec::new()
     }
 
     fn release(_: &mut Proto, _: u32, _: usize) {
@@ -161,7 +172,8 @@ impl Worker {
             true => Framing::Bodiless,
             false => Framing::Length(body_len),
         };
-        let (pieces, mut text) = S::spares(&mut c.proto)?;
+        let pieces = S::spare_pieces(&mut c.proto)?;
+        let mut text = S::spare_text(&mut c.proto);
         let mut a = Answer::waiting(id, r.start);
         a.pieces = pieces;
         if !(r.req.method() == Method::Head || bodiless || body_len == 0) {
@@ -196,6 +208,11 @@ impl Worker {
         path: &[u8],
     ) -> Option<Answer<S::Own>> {
         let mut a = Answer::waiting(id, run.request.started);
+        // (The piece list of an answer that ended, if any: see
+        // `Session::recycle`.)
+        if let Some(pieces) = S::spare_pieces(&mut c.proto) {
+            a.pieces = pieces;
+        }
         a.throttle = self.h2_throttle(c, run.request.req.site(), path);
         a.open = true;
         a.progress = self.clock.now;
@@ -261,7 +278,12 @@ impl Worker {
         if !started && run.started() {
             let parts = (&self.counts, &self.clock, run.request.started);
             let answer = (run.status(), run.upstream());
-            a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
+            // (The log line in the buffer of one that went, if any.)
+            let text = match self.logger.access_enabled() {
+                true => S::spare_text(&mut c.proto),
+                false => Vec::new(),
+            };
+            a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer, text);
             // A WebSocket's tunnel (an extended CONNECT, RFC 8441, whose
             // upstream switched): open for hours, so it no longer counts
             // among the requests in progress that a connection's other
@@ -296,6 +318,9 @@ impl Worker {
             }
             _ => {
                 a.open = false;
+                // (Its request's buffers serve a later one: the run is
+                // dropped here.)
+                self.pools.take_back_held(&mut run.request);
                 return Drove::Ended(a);
             }
         }
