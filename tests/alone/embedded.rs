@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use brisk::config::{Command, Level, LogTarget};
+use brisk::config::{AccessFormat, Command, Level, LogField, LogTarget};
 use brisk::log::LogService;
 use brisk::server::{Running, Server};
 
@@ -21,6 +21,13 @@ impl Embedded {
     /// A server (one worker, logs off, root in a directory of its own
     /// named by `tag`) whose configuration ends with `rules`.
     pub fn start(tag: &str, rules: &str) -> Embedded {
+        Embedded::start_logging(tag, rules, None)
+    }
+
+    /// As [`Embedded::start`], with its access log written to
+    /// `access.log` in its directory in the format `access` names, if any,
+    /// with every optional field (the upstream's among them).
+    pub fn start_logging(tag: &str, rules: &str, access: Option<AccessFormat>) -> Embedded {
         let dir = std::env::temp_dir().join(format!("brisk-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("brisk.toml");
@@ -39,7 +46,14 @@ impl Embedded {
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("not a configuration to run"),
         };
-        cfg.log.access = LogTarget::Off;
+        cfg.log.access = match access {
+            Some(format) => {
+                cfg.log.format = format;
+                cfg.log.fields = LogField::ALL.to_vec();
+                LogTarget::File(dir.join("access.log"))
+            }
+            None => LogTarget::Off,
+        };
         cfg.log.level = Level::Off;
         let logs = LogService::start(&cfg.log).unwrap();
         let server = Server::bind(cfg).unwrap();
@@ -53,10 +67,13 @@ impl Embedded {
         }
     }
 
-    /// Stops it and removes its directory.
-    pub fn stop(self) {
+    /// Stops it and removes its directory: what its access log holds
+    /// (empty without one).
+    pub fn stop(self) -> String {
         self.running.stop();
         self.logs.shutdown();
+        let log = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&self.dir);
+        log
     }
 }

@@ -40,6 +40,8 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
+use brisk::config::AccessFormat;
+
 use crate::counting::{allocs_per, not_counted};
 use crate::embedded::Embedded;
 
@@ -109,8 +111,14 @@ fn answer(s: &mut TcpStream, buf: &mut Vec<u8>) {
 /// upstream that answers with `head` and 100 bytes, by a rule with
 /// `more` keys.
 fn allocations_with(head: &'static [u8], more: &str) -> f64 {
+    allocations_logged(head, more, None)
+}
+
+/// As [`allocations_with`], the access log written in the format `logged`
+/// names, if any.
+fn allocations_logged(head: &'static [u8], more: &str, logged: Option<AccessFormat>) -> f64 {
     let _alone = crate::counting::alone();
-    let server = proxying(head, more);
+    let server = proxying(head, more, logged);
     let mut s = TcpStream::connect(server.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let request = b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -122,23 +130,44 @@ fn allocations_with(head: &'static [u8], more: &str) -> f64 {
     });
     not_counted(true);
     drop(s);
-    server.stop();
+    let log = server.stop();
+    // (The requests were logged, with their upstream: 1,000 and more.)
+    let lines = (log.lines())
+        .filter(|l| {
+            l.contains("\"target\":\"/api/x\",") && l.contains("\"upstream_addr\":\"127.0.0.1:")
+        })
+        .count();
+    assert_eq!(lines >= 1000, logged.is_some(), "{lines} lines logged");
     per
 }
 
 /// A server whose `/api/` goes to an upstream that answers with `head`
-/// and 100 bytes, by a rule with `more` keys (counting off until the
-/// caller turns it on).
-fn proxying(head: &'static [u8], more: &str) -> Embedded {
+/// and 100 bytes, by a rule with `more` keys, its access log written in
+/// the format `logged` names, if any (counting off until the caller turns
+/// it on).
+fn proxying(head: &'static [u8], more: &str, logged: Option<AccessFormat>) -> Embedded {
     not_counted(true);
     let up = upstream(head);
-    Embedded::start(
+    Embedded::start_logging(
         "proxy-alloc",
         &format!(
             "[limits]\nkeepalive_requests = 1000000\n\
              [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{up}\"\n{more}"
         ),
+        logged,
     )
+}
+
+/// With its access log written as JSON (the upstream's address, status
+/// and times in each line): none either.
+#[test]
+fn a_warm_proxied_request_logged_allocates_nothing() {
+    let per = allocations_logged(FIELDS, "", Some(AccessFormat::Json));
+    println!("a warm proxied request, logged: {per:.2} allocations");
+    assert!(
+        per <= RATCHET as f64,
+        "{per:.2} allocations a logged proxied request, more than {RATCHET}"
+    );
 }
 
 /// An HTTP/2 client proxied to an HTTP/1.1 upstream (issue #27's common
@@ -155,14 +184,16 @@ fn proxying(head: &'static [u8], more: &str) -> Embedded {
 #[test]
 fn a_warm_request_of_an_h2_client_proxied_allocates_nothing() {
     let _alone = crate::counting::alone();
-    let server = proxying(FIELDS, "");
+    let server = proxying(FIELDS, "", Some(AccessFormat::Combined));
     let mut c = crate::zero_alloc::h2_client(server.addr);
     let request = crate::zero_alloc::block("/api/x");
     not_counted(false);
     let per = allocs_per(500, || assert_eq!(c.get(&[&request]), 100));
     not_counted(true);
     drop(c);
-    server.stop();
+    let log = server.stop();
+    let lines = log.lines().filter(|l| l.contains("GET /api/x")).count();
+    assert!(lines >= 1000, "{lines} lines logged");
     println!("a warm proxied request over h2c: {per:.2} allocations");
     assert!(
         per <= RATCHET as f64,
