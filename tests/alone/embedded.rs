@@ -12,6 +12,10 @@ use brisk::server::{Running, Server};
 pub struct Embedded {
     /// Where it listens (its first listener).
     pub addr: SocketAddr,
+    /// Every address it listens on, in the order of `Server::local_addrs`
+    /// (plain listeners, then `[tls]`'s).
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    pub addrs: Vec<SocketAddr>,
     running: Running,
     logs: LogService,
     dir: PathBuf,
@@ -57,10 +61,12 @@ impl Embedded {
         cfg.log.level = Level::Off;
         let logs = LogService::start(&cfg.log).unwrap();
         let server = Server::bind(cfg).unwrap();
-        let addr = server.local_addrs()[0];
+        let addrs = server.local_addrs();
+        let addr = addrs[0];
         let running = server.start(&logs).unwrap();
         Embedded {
             addr,
+            addrs,
             running,
             logs,
             dir,

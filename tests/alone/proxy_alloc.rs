@@ -2,7 +2,8 @@
 //! profile that shows why not): a keep-alive client, brisk in this
 //! process, and an upstream on a thread of its own (not counted), with
 //! the upstream connection kept. None now (with fields passed on, and
-//! with both heads edited, too). 2 (3 with fields) before 2026-12-06,
+//! with both heads edited, too; for clients over h2c, HTTPS and h2
+//! over TLS as well). 2 (3 with fields) before 2026-12-06,
 //! 8 before 2026-12-02, 18 before 2026-11-29. On 2026-12-06: the two
 //! boxes every proxied request made, the router's plan
 //! (`Body::Upstream(Box<UpstreamPlan>)`) and the producer (`Box<dyn
@@ -92,7 +93,7 @@ fn upstream(head: &'static [u8]) -> std::net::SocketAddr {
 }
 
 /// Reads one answer of 100 body bytes.
-fn answer(s: &mut TcpStream, buf: &mut Vec<u8>) {
+fn answer(s: &mut impl Read, buf: &mut Vec<u8>) {
     let mut chunk = [0u8; 4096];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -118,7 +119,7 @@ fn allocations_with(head: &'static [u8], more: &str) -> f64 {
 /// names, if any.
 fn allocations_logged(head: &'static [u8], more: &str, logged: Option<AccessFormat>) -> f64 {
     let _alone = crate::counting::alone();
-    let server = proxying(head, more, logged);
+    let server = proxying("", head, more, logged);
     let mut s = TcpStream::connect(server.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let request = b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -143,15 +144,15 @@ fn allocations_logged(head: &'static [u8], more: &str, logged: Option<AccessForm
 
 /// A server whose `/api/` goes to an upstream that answers with `head`
 /// and 100 bytes, by a rule with `more` keys, its access log written in
-/// the format `logged` names, if any (counting off until the caller turns
-/// it on).
-fn proxying(head: &'static [u8], more: &str, logged: Option<AccessFormat>) -> Embedded {
+/// the format `logged` names, if any, and the sections `top` in its
+/// configuration too (counting off until the caller turns it on).
+fn proxying(top: &str, head: &'static [u8], more: &str, logged: Option<AccessFormat>) -> Embedded {
     not_counted(true);
     let up = upstream(head);
     Embedded::start_logging(
         "proxy-alloc",
         &format!(
-            "[limits]\nkeepalive_requests = 1000000\n\
+            "{top}[limits]\nkeepalive_requests = 1000000\n\
              [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{up}\"\n{more}"
         ),
         logged,
@@ -184,7 +185,7 @@ fn a_warm_proxied_request_logged_allocates_nothing() {
 #[test]
 fn a_warm_request_of_an_h2_client_proxied_allocates_nothing() {
     let _alone = crate::counting::alone();
-    let server = proxying(FIELDS, "", Some(AccessFormat::Combined));
+    let server = proxying("", FIELDS, "", Some(AccessFormat::Combined));
     let mut c = crate::zero_alloc::h2_client(server.addr);
     let request = crate::zero_alloc::block("/api/x");
     not_counted(false);
@@ -198,6 +199,70 @@ fn a_warm_request_of_an_h2_client_proxied_allocates_nothing() {
     assert!(
         per <= RATCHET as f64,
         "{per:.2} allocations a proxied request over h2c, more than {RATCHET}"
+    );
+}
+
+/// A server as [`proxying`]'s with a `[tls]` listener too (its second
+/// address), its access log in the combined format.
+#[cfg(feature = "tls")]
+fn proxying_over_tls() -> Embedded {
+    let top = format!(
+        "[tls]\nlisten = [\"127.0.0.1:0\"]\n[[tls.certificate]]\n{}",
+        crate::zero_alloc::tls::certificate_keys()
+    );
+    proxying(&top, FIELDS, "", Some(AccessFormat::Combined))
+}
+
+/// Stops `server` and checks that its access log has the warm requests
+/// of a test (1,000 and more).
+#[cfg(feature = "tls")]
+fn logged_all(server: Embedded) {
+    let log = server.stop();
+    let lines = log.lines().filter(|l| l.contains("GET /api/x")).count();
+    assert!(lines >= 1000, "{lines} lines logged");
+}
+
+/// A client over HTTPS (HTTP/1.1) proxied to a plain HTTP/1.1 upstream:
+/// none either, as for a static file over TLS (`zero_alloc.rs`). (The
+/// test's thread, rustls's client, is left out of the count.)
+#[cfg(feature = "tls")]
+#[test]
+fn a_warm_request_of_a_tls_client_proxied_allocates_nothing() {
+    let _alone = crate::counting::alone();
+    let server = proxying_over_tls();
+    let mut s = crate::zero_alloc::tls::connect(server.addrs[1]);
+    let request = b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut buf = Vec::with_capacity(1 << 16);
+    let per = allocs_per(500, || {
+        s.write_all(request).unwrap();
+        answer(&mut s, &mut buf);
+    });
+    drop(s);
+    logged_all(server);
+    println!("a warm proxied request over TLS: {per:.2} allocations");
+    assert!(
+        per <= RATCHET as f64,
+        "{per:.2} allocations a proxied request over TLS, more than {RATCHET}"
+    );
+}
+
+/// An HTTP/2 client over TLS (h2 by ALPN, as browsers) proxied to an
+/// HTTP/1.1 upstream: none either.
+#[cfg(all(feature = "tls", feature = "http2"))]
+#[test]
+fn a_warm_request_of_an_h2_client_over_tls_proxied_allocates_nothing() {
+    let _alone = crate::counting::alone();
+    let server = proxying_over_tls();
+    let s = crate::zero_alloc::tls::connect_offering(server.addrs[1], &[b"h2"]);
+    let mut c = crate::zero_alloc::h2_over(s);
+    let request = crate::zero_alloc::block("/api/x");
+    let per = allocs_per(500, || assert_eq!(c.get(&[&request]), 100));
+    drop(c);
+    logged_all(server);
+    println!("a warm proxied request over h2 (TLS): {per:.2} allocations");
+    assert!(
+        per <= RATCHET as f64,
+        "{per:.2} allocations a proxied request over h2 (TLS), more than {RATCHET}"
     );
 }
 

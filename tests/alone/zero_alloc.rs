@@ -89,10 +89,11 @@ fn content_length(head: &[u8]) -> u64 {
         .fold(0, |n, &d| n * 10 + u64::from(d - b'0'))
 }
 
-/// An HTTP/2 client that allocates nothing once made.
+/// An HTTP/2 client that allocates nothing once made (over TCP, or over
+/// any other stream: TLS's client allocates on its own).
 #[cfg(feature = "http2")]
-pub struct H2Client {
-    s: TcpStream,
+pub struct H2Client<S = TcpStream> {
+    s: S,
     buf: Vec<u8>,
     filled: usize,
     out: Vec<u8>,
@@ -100,7 +101,7 @@ pub struct H2Client {
 }
 
 #[cfg(feature = "http2")]
-impl H2Client {
+impl<S: Read + Write> H2Client<S> {
     /// Sends a GET for each of `paths` (their blocks made in advance),
     /// then reads until every one of them has ended; returns the DATA
     /// bytes received. Window credit goes back as DATA arrives.
@@ -359,7 +360,7 @@ fn steady_state_requests_do_not_allocate() {
 
 /// The TLS listener and its client.
 #[cfg(feature = "tls")]
-mod tls {
+pub mod tls {
     use std::net::{SocketAddr, TcpStream};
     use std::path::Path;
     use std::sync::Arc;
@@ -397,23 +398,46 @@ mod tls {
         }
     }
 
+    /// The test certificate's files, as a configuration file's
+    /// `[[tls.certificate]]` names them.
+    #[cfg(feature = "upstreams")]
+    pub fn certificate_keys() -> String {
+        format!(
+            "cert = \"{}\"\nkey = \"{}\"\n",
+            testdata("a.pem").display(),
+            testdata("a.key").display()
+        )
+    }
+
     /// A TLS 1.3 connection to `a.test` at `addr`.
     pub fn connect(addr: SocketAddr) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+        connect_offering(addr, &[])
+    }
+
+    /// As [`connect`], offering the application protocols `alpn`.
+    pub fn connect_offering(
+        addr: SocketAddr,
+        alpn: &[&[u8]],
+    ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(CertificateDer::from_pem_file(testdata("ca.pem")).unwrap())
             .unwrap();
-        let c = rustls::ClientConfig::builder_with_provider(Arc::new(
+        let mut c = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
+        c.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let name = ServerName::try_from("a.test").unwrap();
         let conn = rustls::ClientConnection::new(Arc::new(c), name).unwrap();
         let s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // (No Nagle: an h2 request must not wait for the ACK of a
+        // WINDOW_UPDATE.)
+        s.set_nodelay(true).unwrap();
         rustls::StreamOwned::new(conn, s)
     }
 }
@@ -426,6 +450,13 @@ pub fn h2_client(addr: std::net::SocketAddr) -> H2Client {
     // (No Nagle: a request must not wait for the ACK of a WINDOW_UPDATE.)
     s.set_nodelay(true).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    h2_over(s)
+}
+
+/// An HTTP/2 client on the connection `s` (h2 agreed, if over TLS), its
+/// preface and settings sent.
+#[cfg(feature = "http2")]
+pub fn h2_over<S: Read + Write>(s: S) -> H2Client<S> {
     let mut c = H2Client {
         s,
         buf: vec![0u8; 1 << 20],
