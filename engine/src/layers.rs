@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// groups before its own. Two modules of one group may not use each
 /// other.
 const TOP: &[&[&str]] = &[
-    &["sort", "channel", "hash", "ascii"],
+    &["sort", "channel", "hash", "ascii", "spare"],
     &["offload"],
     &["sys"],
     &["http"],

@@ -48,6 +48,8 @@ pub(crate) mod offload;
 pub mod process;
 pub mod server;
 pub(crate) mod sort;
+#[cfg(any(feature = "upstreams", feature = "http2"))]
+pub(crate) mod spare;
 #[allow(unsafe_code)]
 pub mod sys;
 #[cfg(feature = "tls")]

@@ -29,6 +29,7 @@ use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
 use crate::hash::FnvMap;
 use crate::http::Status;
+use crate::spare::Spare;
 use crate::sys::fs::{Kind, Meta, Root};
 
 /// A script to run, with the names its parameters give it.
@@ -73,7 +74,7 @@ pub struct Scripts {
     checked: Checked,
     /// The buffers of scripts given back ([`Scripts::give_back`]), for
     /// the next names: a warm request makes none of its own.
-    spare: Vec<Vec<u8>>,
+    spare: Spare<Vec<u8>, SPARES, SPARE_BYTES>,
     /// Lookups that would wait for the disk, made off the event loop.
     #[cfg(feature = "cold-lookups")]
     cold: Cold,
@@ -254,7 +255,7 @@ impl Scripts {
                 held: 0,
                 valid,
             },
-            spare: Vec::new(),
+            spare: Spare::default(),
             #[cfg(feature = "cold-lookups")]
             cold: Cold::default(),
         })
@@ -353,19 +354,9 @@ impl Scripts {
     pub fn give_back(&mut self, script: Script) {
         use std::os::unix::ffi::OsStringExt;
         let file = script.filename.into_os_string().into_vec();
-        for mut buf in [script.name, file, script.path_info] {
-            if (1..=SPARE_BYTES).contains(&buf.capacity()) && self.spare.len() < SPARES {
-                buf.clear();
-                self.spare.push(buf);
-            }
+        for buf in [script.name, file, script.path_info] {
+            self.spare.keep(buf);
         }
-    }
-
-    /// `bytes` in a buffer given back before, if any.
-    fn copy(&mut self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = self.spare.pop().unwrap_or_default();
-        out.extend_from_slice(bytes);
-        out
     }
 
     fn under_rule(&mut self, i: usize, path: &[u8], protected: &Protected, now: Instant) -> Found {
@@ -375,10 +366,10 @@ impl Scripts {
         };
         let mut script = cut.map(|at| {
             let info = match at < path.len() {
-                true => self.copy(&path[at..]),
+                true => self.spare.copy(&path[at..]),
                 false => Vec::new(),
             };
-            (self.copy(&path[..at]), info)
+            (self.spare.copy(&path[..at]), info)
         });
         // `/a.php/` is script `/a.php` with `PATH_INFO=/` (as nginx's
         // `fastcgi_split_path_info` splits it), unless `a.php` is a
@@ -470,7 +461,7 @@ fn lookup(
     let rel = name.strip_prefix(b"/").unwrap_or(name);
     // (As `dir.join(rel)`, in one allocation, if that: a buffer given
     // back before.)
-    let mut file = scripts.spare.pop().unwrap_or_default();
+    let mut file = scripts.spare.take();
     let dir = scripts.roots[i].1.as_os_str().as_bytes();
     file.reserve(dir.len() + 1 + rel.len());
     file.extend_from_slice(dir);

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use super::link::Link;
 use crate::config::Upstream;
 use crate::handlers::relay::Socket;
+use crate::spare::Spare;
 use crate::sys::net;
 
 /// A connection waiting for its next request.
@@ -50,7 +51,7 @@ pub struct Pool {
     /// Byte buffers an answer gave back (its request head, the answer's
     /// head), for the next ones ([`Pool::buffer`]): a warm request makes
     /// none of its own.
-    spare: Vec<Vec<u8>>,
+    spare: Spare<Vec<u8>, SPARES, SPARE_BYTES>,
     /// The large read buffer an answer gave back (a FastCGI answer's
     /// records are read in pieces of 64 KiB), for the next
     /// ([`Pool::read_buffer`]); freed when the worker rests.
@@ -171,7 +172,7 @@ impl Default for Pool {
     fn default() -> Pool {
         Pool {
             idle: Vec::new(),
-            spare: Vec::new(),
+            spare: Spare::default(),
             read: Vec::new(),
             tokens: 0,
             watching: [0; 64],
@@ -315,16 +316,13 @@ impl Pool {
 
     /// An empty byte buffer: a spare one given back before, if any.
     pub fn buffer(&mut self) -> Vec<u8> {
-        self.spare.pop().unwrap_or_default()
+        self.spare.take()
     }
 
     /// Keeps `buf`, emptied, for [`Pool::buffer`] (unless it has no room
     /// or too much, or enough are kept).
-    pub fn give_back(&mut self, mut buf: Vec<u8>) {
-        if (1..=SPARE_BYTES).contains(&buf.capacity()) && self.spare.len() < SPARES {
-            buf.clear();
-            self.spare.push(buf);
-        }
+    pub fn give_back(&mut self, buf: Vec<u8>) {
+        self.spare.keep(buf);
     }
 
     /// The large read buffer given back last, or an empty one.
@@ -345,8 +343,7 @@ impl Pool {
     pub fn rest(&mut self) {
         self.read = Vec::new();
         self.boxes.clear();
-        self.spare.truncate(RESTING_SPARES);
-        self.spare.shrink_to_fit();
+        self.spare.rest(RESTING_SPARES);
     }
 
     /// How many connections are kept.

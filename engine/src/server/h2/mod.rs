@@ -25,12 +25,19 @@ use crate::access::throttle::Rate;
 use crate::h2;
 use crate::http::response::{Head, Stamp};
 use crate::server::exchange::ExchangeId;
+use crate::spare::Spare;
 
 pub use answer::Answer;
 
 /// Spare piece lists and log buffers a session keeps (as many as the
 /// answers it usually has at once).
 const SPARES: usize = 16;
+
+/// Emptied piece lists of answers that ended.
+type SparePieces = Spare<VecDeque<Piece>, SPARES, { usize::MAX }>;
+
+/// Emptied log-line buffers of answers that ended.
+type SpareText = Spare<Vec<u8>, SPARES, 4096>;
 
 /// One HTTP/2 connection's state in the engine.
 #[derive(Debug)]
@@ -41,8 +48,8 @@ pub struct Session {
     pub answers: Vec<Answer>,
     /// Emptied piece lists and log-line buffers of answers that ended,
     /// for the next ones (a warm connection allocates nothing per answer).
-    spare_pieces: Vec<VecDeque<Piece>>,
-    spare_text: Vec<Vec<u8>>,
+    spare_pieces: SparePieces,
+    spare_text: SpareText,
     /// Its own `[[throttle]]` rates and their wake-up.
     pacing: Pacing,
     /// How many programs and upstream requests answer its streams (see
@@ -66,8 +73,8 @@ impl Session {
         Session {
             conn: h2::Conn::new(limits, now),
             answers: Vec::new(),
-            spare_pieces: Vec::new(),
-            spare_text: Vec::new(),
+            spare_pieces: Spare::default(),
+            spare_text: Spare::default(),
             pacing: Pacing::default(),
             programs: 0,
             turn_held: 0,
@@ -105,10 +112,10 @@ impl Session {
         if self.answers.capacity() == 0 {
             std::mem::swap(&mut self.answers, &mut spare.answers);
         }
-        if self.spare_pieces.capacity() == 0 {
+        if self.spare_pieces.is_unallocated() {
             std::mem::swap(&mut self.spare_pieces, &mut spare.pieces);
         }
-        if self.spare_text.capacity() == 0 {
+        if self.spare_text.is_unallocated() {
             std::mem::swap(&mut self.spare_text, &mut spare.text);
         }
         self.conn.lend(&mut spare.conn);
@@ -122,8 +129,8 @@ impl Session {
     /// Whether it holds none of them.
     pub fn holds_no_buffers(&self) -> bool {
         self.answers.capacity() == 0
-            && self.spare_pieces.capacity() == 0
-            && self.spare_text.capacity() == 0
+            && self.spare_pieces.is_unallocated()
+            && self.spare_text.is_unallocated()
             && self.conn.holds_no_buffers()
     }
 
@@ -143,8 +150,8 @@ impl Session {
     /// Gives back what an idle session holds (no stream open): spare
     /// buffers, and the protocol's own (see `h2::Conn::shrink`).
     pub fn rest(&mut self) {
-        self.spare_pieces = Vec::new();
-        self.spare_text = Vec::new();
+        self.spare_pieces.rest(0);
+        self.spare_text.rest(0);
         self.answers = Vec::new();
         self.conn.shrink();
     }
@@ -198,27 +205,20 @@ impl Session {
 
     /// An empty piece list for a new answer.
     pub fn spare_pieces(&mut self) -> VecDeque<Piece> {
-        self.spare_pieces.pop().unwrap_or_default()
+        self.spare_pieces.take()
     }
 
     /// An empty log-line buffer for a new answer.
     pub fn spare_text(&mut self) -> Vec<u8> {
-        self.spare_text.pop().unwrap_or_default()
+        self.spare_text.take()
     }
 
     /// Keeps the memory of an answer that ended for the next ones (up to
     /// [`SPARES`] of each).
     pub fn recycle(&mut self, a: &mut Answer) {
-        let mut pieces = std::mem::take(&mut a.pieces);
-        pieces.clear();
-        if self.spare_pieces.len() < SPARES && pieces.capacity() > 0 {
-            self.spare_pieces.push(pieces);
-        }
-        if let Some((mut text, _)) = a.log.take() {
-            text.clear();
-            if self.spare_text.len() < SPARES && text.capacity() <= 4096 {
-                self.spare_text.push(text);
-            }
+        self.spare_pieces.keep(std::mem::take(&mut a.pieces));
+        if let Some((text, _)) = a.log.take() {
+            self.spare_text.keep(text);
         }
     }
 
@@ -377,8 +377,8 @@ impl Piece {
 pub struct Spares {
     conn: h2::Buffers,
     answers: Vec<Answer>,
-    pieces: Vec<VecDeque<Piece>>,
-    text: Vec<Vec<u8>>,
+    pieces: SparePieces,
+    text: SpareText,
 }
 
 impl Spares {
@@ -386,8 +386,8 @@ impl Spares {
     pub fn is_empty(&self) -> bool {
         self.conn.is_empty()
             && self.answers.capacity() == 0
-            && self.pieces.capacity() == 0
-            && self.text.capacity() == 0
+            && self.pieces.is_unallocated()
+            && self.text.is_unallocated()
     }
 }
 
@@ -403,7 +403,7 @@ pub struct Scratch {
     /// The buffers of body pieces sent ([`Piece::Bytes`]: a produced
     /// answer's body, waiting for its stream's window), for the next
     /// ([`Scratch::copy`]).
-    bytes: Vec<Vec<u8>>,
+    bytes: Spare<Vec<u8>, PIECES, PIECE_BYTES>,
 }
 
 /// Buffers of sent pieces kept at most ([`Scratch::give_back`]), none
@@ -414,24 +414,19 @@ const PIECE_BYTES: usize = 16 * 1024;
 impl Scratch {
     /// `data` in a buffer of a piece sent before, if any.
     pub fn copy(&mut self, data: &[u8]) -> Vec<u8> {
-        let mut out = self.bytes.pop().unwrap_or_default();
-        out.extend_from_slice(data);
-        out
+        self.bytes.copy(data)
     }
 
     /// Keeps the buffer of `piece`, sent, for [`Scratch::copy`] (unless
     /// it is not bytes, or too large, or enough are kept).
     pub fn give_back(&mut self, piece: Option<Piece>) {
-        if let Some(Piece::Bytes(mut b, _)) = piece {
-            if (1..=PIECE_BYTES).contains(&b.capacity()) && self.bytes.len() < PIECES {
-                b.clear();
-                self.bytes.push(b);
-            }
+        if let Some(Piece::Bytes(b, _)) = piece {
+            self.bytes.keep(b);
         }
     }
 
     /// Frees the kept buffers (a quiet worker rests).
     pub fn rest(&mut self) {
-        self.bytes = Vec::new();
+        self.bytes.rest(0);
     }
 }

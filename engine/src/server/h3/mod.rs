@@ -26,11 +26,16 @@ use crate::h3::conn::{Conn as H3, Limits};
 use crate::h3::Code;
 use crate::server::exchange::ExchangeId;
 use crate::server::h2::{self, Pacing};
+use crate::spare::Spare;
 
 /// Most of a body framed for a stream at once, ahead of what the stream
 /// has taken: one DATA frame (its payload read from the file or copied
 /// then) waits in [`Framed::bytes`] until the stream takes it all.
 pub const FRAME: usize = 32 * 1024;
+
+/// Framed-bytes buffers and piece lists a session keeps (as many as the
+/// answers it usually has at once).
+const SPARES: usize = 16;
 
 /// One QUIC connection's state in the engine.
 #[derive(Debug)]
@@ -96,9 +101,9 @@ pub struct Session {
     /// Its last answer's head, encoded (see [`head::Cache`]).
     pub heads: head::Cache,
     /// Framed-bytes buffers of answers that ended, for the next ones.
-    pub spare: Vec<Vec<u8>>,
+    pub(crate) spare: Spare<Vec<u8>, SPARES, { 2 * FRAME }>,
     /// Piece lists of answers that ended, for the next ones.
-    pub spare_pieces: Vec<VecDeque<h2::Piece>>,
+    pub(crate) spare_pieces: Spare<VecDeque<h2::Piece>, SPARES, 8>,
     /// Request streams whose body is not wanted (their answer did not
     /// need it), with how much more of it is read and dropped (see
     /// [`Session::refuse_rest`]).
@@ -154,8 +159,8 @@ impl Session {
             programs: 0,
             pacing: Pacing::default(),
             heads: head::Cache::default(),
-            spare: Vec::new(),
-            spare_pieces: Vec::new(),
+            spare: Spare::default(),
+            spare_pieces: Spare::default(),
             unwanted: Vec::new(),
             faults: 0,
             resets: 0,

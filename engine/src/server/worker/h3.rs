@@ -19,7 +19,7 @@ use super::h2::streams::{upstream_time, Drove, H3};
 use super::pipe::NoRoom;
 use super::produced::{pump, Tools};
 use super::quic::Arrival;
-use super::{Request, Worker, SCRATCH_KEEP, SPARES};
+use super::{Request, Worker, SCRATCH_KEEP};
 use crate::access::limits::Refused;
 use crate::config::Level;
 use crate::h3::conn::{Failure, RequestEvent};
@@ -577,7 +577,7 @@ impl Worker {
         .stamp;
         let name = &mut self.pools.h2_scratch.name;
         if let Some(s) = c.h3_mut() {
-            answer.own.bytes = s.spare.pop().unwrap_or_default();
+            answer.own.bytes = s.spare.take();
             let out = &mut answer.own.bytes;
             head::encode(&head, &stamp, out, name, Some(&mut s.heads));
             s.answers.push(answer);
@@ -644,15 +644,8 @@ impl Worker {
                     }
                     // (Its buffer is the next answer's: a warm connection
                     // allocates none per answer.)
-                    let framed = std::mem::take(&mut a.own.bytes);
-                    if s.spare.len() < SPARES && framed.capacity() <= 2 * FRAME {
-                        s.spare.push(framed);
-                    }
-                    let mut pieces = std::mem::take(&mut a.pieces);
-                    pieces.clear();
-                    if s.spare_pieces.len() < SPARES && (1..=8).contains(&pieces.capacity()) {
-                        s.spare_pieces.push(pieces);
-                    }
+                    s.spare.keep(std::mem::take(&mut a.own.bytes));
+                    s.spare_pieces.keep(std::mem::take(&mut a.pieces));
                     self.h3_log(a, true);
                 }
                 Ok(Pushed::Gone) => {

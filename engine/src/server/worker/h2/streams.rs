@@ -107,7 +107,7 @@ impl Streamed for H3 {
 
     fn spare_pieces(p: &mut Proto) -> Option<VecDeque<Piece>> {
         match p {
-            Proto::H3(s) => Some(s.spare_pieces.pop().unwrap_or_default()),
+            Proto::H3(s) => Some(s.spare_pieces.take()),
             _ => None,
         }
     }
