@@ -59,15 +59,19 @@ const MOST: usize = 64;
 impl Kept {
     /// `value` in a box: a kept one if there is one.
     pub fn boxed<T: 'static>(&mut self, value: T) -> Box<T> {
+        Box::write(self.empty(), value)
+    }
+
+    /// An empty box for a `T`: a kept one if there is one. (A large value
+    /// written into it where it is made, `Box::write(kept.empty(), T {
+    /// .. })`, is made in place rather than on the stack and copied.)
+    pub fn empty<T: 'static>(&mut self) -> Empty<T> {
         let id = TypeId::of::<T>();
         let kept = (self.kinds.iter_mut())
             .find(|(kind, _)| *kind == id)
             .and_then(|(_, boxes)| boxes.pop())
             .and_then(|b| b.downcast::<MaybeUninit<T>>().ok());
-        match kept {
-            Some(empty) => Box::write(empty, value),
-            None => Box::new(value),
-        }
+        kept.unwrap_or_else(Box::new_uninit)
     }
 
     /// Keeps `empty` for [`Kept::boxed`], unless enough of its type are.

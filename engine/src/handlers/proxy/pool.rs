@@ -127,6 +127,16 @@ pub fn boxed<T: 'static>(pool: Option<&Shared>, value: T) -> Box<T> {
     }
 }
 
+/// An empty box for a `T`, one an answer before gave back to `pool`
+/// ([`recycle`]) if any: `Box::write(empty_box(pool), T { .. })` makes a
+/// large value in place.
+pub fn empty_box<T: 'static>(pool: Option<&Shared>) -> crate::sys::boxes::Empty<T> {
+    match pool {
+        Some(pool) => pool.borrow_mut().boxes.empty(),
+        None => Box::new_uninit(),
+    }
+}
+
 /// Keeps `empty` (a box whose value was dropped or moved out) in `pool`,
 /// if any, for [`boxed`].
 pub fn keep_box<T: 'static>(pool: Option<&Shared>, empty: crate::sys::boxes::Empty<T>) {

@@ -23,6 +23,7 @@ use crate::http::parse::{self, BodyFraming};
 use crate::http::path::{decode_and_normalize, has_dot_segment, read_otherwise, split_target};
 use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
 use crate::http::{Method, Status, Version};
+use crate::sys::boxes::Empty;
 
 /// A request for what a rule's `path` names without its final `/`
 /// (`/api` where `path = "/api/"`) that no rule takes: redirected to the
@@ -167,7 +168,11 @@ impl Router {
         // `Pool::buffer`.)
         let head = self.upstream_pool.borrow_mut().buffer();
         let limits = &cfg.limits;
-        let mut plan = upstream_plan(rule, to, label, &target, routing, limits, held_len, head);
+        // (Made in the box of a plan before, if any: see `ProxyBody::on`.)
+        let empty = self.upstream_pool.borrow_mut().boxes.empty();
+        let mut plan = upstream_plan(
+            rule, to, label, &target, routing, limits, held_len, head, empty,
+        );
         plan.held = held;
         if rule.buffer_answer > 0 {
             plan.opts.hold = rule.buffer_answer;
@@ -189,8 +194,7 @@ impl Router {
         Step::Answer(Plan {
             // (The status is the upstream's, from its answer's head.)
             status: Status::OK,
-            // (In the box of a plan before, if any: see `ProxyBody::on`.)
-            body: Body::Upstream(self.upstream_pool.borrow_mut().boxes.boxed(plan)),
+            body: Body::Upstream(plan),
             close: false,
         })
     }
@@ -235,7 +239,8 @@ fn upstream_plan(
     limits: &crate::config::Limits,
     held_len: Option<u64>,
     mut head: Vec<u8>,
-) -> UpstreamPlan {
+    empty: Empty<UpstreamPlan>,
+) -> Box<UpstreamPlan> {
     let req: &OwnedRequest = routing.req;
     let body = match (held_len, req.body()) {
         (Some(n), _) => BodyOut::Length(n),
@@ -299,50 +304,54 @@ fn upstream_plan(
         .sum();
     head.reserve(req.head().len() + host.len() + set + 256);
     write_head(&mut head, req, &f);
-    UpstreamPlan {
-        to: to.clone(),
-        head,
-        opts: Options {
-            label,
-            body,
-            head_request: req.method() == Method::Head,
-            connect_timeout: rule.connect_timeout,
-            read_timeout: rule.read_timeout,
-            send_timeout: rule.send_timeout,
-            limits: parse::Limits {
-                max_request_line: limits.max_request_line,
-                max_head: limits.max_header_bytes,
-                max_headers: limits.max_headers.min(MAX_HEADERS),
+    // (Made where it goes, not on the stack and copied there.)
+    Box::write(
+        empty,
+        UpstreamPlan {
+            to: to.clone(),
+            head,
+            opts: Options {
+                label,
+                body,
+                head_request: req.method() == Method::Head,
+                connect_timeout: rule.connect_timeout,
+                read_timeout: rule.read_timeout,
+                send_timeout: rule.send_timeout,
+                limits: parse::Limits {
+                    max_request_line: limits.max_request_line,
+                    max_head: limits.max_header_bytes,
+                    max_headers: limits.max_headers.min(MAX_HEADERS),
+                },
+                max_trailers: limits.max_header_bytes,
+                forward: rule.headers.clone(),
+                answer: Answer {
+                    edits: rule.response_headers.clone(),
+                    via: rule.via,
+                    server: rule.server,
+                    relocate: Some(Relocate {
+                        upstream: to.clone(),
+                        prefix: match &rule.matches {
+                            PathMatch::Prefix(p) if rule.strip_prefix => {
+                                p.strip_suffix('/').unwrap_or(p).into()
+                            }
+                            _ => "".into(),
+                        },
+                    }),
+                },
+                keep: None,
+                upgrade: upgrade.map(Box::from),
+                connect: upgrade.is_some() && req.version() == Version::Http2,
+                turn: None,
+                hold: 0,
+                temp: None,
             },
-            max_trailers: limits.max_header_bytes,
-            forward: rule.headers.clone(),
-            answer: Answer {
-                edits: rule.response_headers.clone(),
-                via: rule.via,
-                server: rule.server,
-                relocate: Some(Relocate {
-                    upstream: to.clone(),
-                    prefix: match &rule.matches {
-                        PathMatch::Prefix(p) if rule.strip_prefix => {
-                            p.strip_suffix('/').unwrap_or(p).into()
-                        }
-                        _ => "".into(),
-                    },
-                }),
-            },
-            keep: None,
-            upgrade: upgrade.map(Box::from),
-            connect: upgrade.is_some() && req.version() == Version::Http2,
-            turn: None,
-            hold: 0,
-            temp: None,
+            #[cfg(feature = "tls")]
+            tls: rule.tls_client.clone(),
+            #[cfg(not(feature = "tls"))]
+            tls: (),
+            held: None,
         },
-        #[cfg(feature = "tls")]
-        tls: rule.tls_client.clone(),
-        #[cfg(not(feature = "tls"))]
-        tls: (),
-        held: None,
-    }
+    )
 }
 
 /// The target sent: the client's, without the rule's `path` with
