@@ -631,6 +631,56 @@ impl XorShift {
     }
 }
 
+/// The one-pass reading of a plain field line ([`plain_field_line`])
+/// accepts only what the long way (`find_line_end`, then `parse_field`)
+/// accepts, with the same name, value and next line; and it takes most
+/// plain lines (else it would save nothing).
+#[test]
+fn a_plain_field_line_is_read_as_the_long_way_reads_it() {
+    let alphabet = b"aZ09-_.!~:: \t\r\n\r\n\x00\x01\x1f\x7f\x80\xff\"(),;/@[]";
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let (mut fast, mut plain) = (0, 0);
+    for _ in 0..200_000 {
+        let len = rng.below(24);
+        let mut buf: Vec<u8> = (0..len)
+            .map(|_| match rng.below(3) {
+                0 => alphabet[rng.below(alphabet.len())],
+                _ => b"Content-Type: text/html"[rng.below(23)],
+            })
+            .collect();
+        if rng.below(2) == 0 {
+            buf.extend_from_slice(b"\r\n");
+        }
+        buf.extend_from_slice(&b"X: y\r\n"[..rng.below(7)]);
+        let long = match find_line_end(&buf, 0) {
+            Ok(LineEnd::Complete { end, next }) => match parse_field(&buf[..end], true) {
+                Ok(Some(h)) => Some((h, next)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let short = plain_field_line(&buf, 0);
+        if let Some((h, next)) = &short {
+            fast += 1;
+            let (lh, lnext) = long.as_ref().expect("the long way refuses it");
+            assert_eq!(
+                (h.name, h.value, *next),
+                (lh.name, lh.value, *lnext),
+                "{buf:?}"
+            );
+        }
+        if long
+            .as_ref()
+            .is_some_and(|(_, next)| !buf[..*next].contains(&b'\t'))
+        {
+            plain += 1;
+            assert!(short.is_some(), "a plain line taken the long way: {buf:?}");
+        }
+    }
+    assert!(fast > 1000, "{fast} lines read in one pass");
+    assert_eq!(fast, plain);
+}
+
 #[test]
 fn random_mutations_never_panic() {
     let seeds: [&[u8]; 4] = [
