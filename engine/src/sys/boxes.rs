@@ -58,6 +58,7 @@ const MOST: usize = 64;
 
 impl Kept {
     /// `value` in a box: a kept one if there is one.
+    #[cfg(test)]
     pub fn boxed<T: 'static>(&mut self, value: T) -> Box<T> {
         Box::write(self.empty(), value)
     }
@@ -74,7 +75,7 @@ impl Kept {
         kept.unwrap_or_else(Box::new_uninit)
     }
 
-    /// Keeps `empty` for [`Kept::boxed`], unless enough of its type are.
+    /// Keeps `empty` for [`Kept::empty`], unless enough of its type are.
     pub fn keep<T: 'static>(&mut self, empty: Empty<T>) {
         let id = TypeId::of::<T>();
         let at = match self.kinds.iter().position(|(kind, _)| *kind == id) {

@@ -35,6 +35,7 @@ use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket, Wait
 use crate::handlers::spool::{ReadAhead, Spool};
 use crate::http::Status;
 use crate::log::Logger;
+use crate::sys::boxes::Empty;
 use crate::sys::net::{read_into_spare, send};
 
 /// The request id brisk uses: one request per connection at a time.
@@ -215,6 +216,20 @@ impl FastcgiBody {
     /// the application, non-blocking; `kept`: a kept connection, up
     /// already.
     pub fn new(sock: OwnedFd, kept: bool, params: &[u8], body: BodyIn, opts: Options) -> Self {
+        *FastcgiBody::new_in(Box::new_uninit(), sock, kept, params, body, opts)
+    }
+
+    /// As [`FastcgiBody::new`], made in `empty` (the box of an answer
+    /// before, from the worker's pool: see `Drop`), where it is written
+    /// at once rather than made on the stack and copied there.
+    pub fn new_in(
+        empty: Empty<FastcgiBody>,
+        sock: OwnedFd,
+        kept: bool,
+        params: &[u8],
+        body: BodyIn,
+        opts: Options,
+    ) -> Box<Self> {
         let (body_open, held) = match body {
             BodyIn::None => (false, None),
             BodyIn::Stream => (true, None),
@@ -232,39 +247,41 @@ impl FastcgiBody {
         outbox.body_end = whole;
         // (Not read before the engine says it is readable: see
         // `Socket::new`.)
-        FastcgiBody {
-            sock: Socket::new(Some(sock)),
-            tries: None,
-            tried: Tried::default(),
-            notes: Vec::new(),
-            again: None,
-            connected: kept,
-            outbox,
-            body_open,
-            held,
-            held_body,
-            frame: Vec::new(),
-            unreachable: None,
-            decoder: Decoder::new(ID),
-            inbuf: Vec::new(),
-            at: 0,
-            head_buf,
-            started: false,
-            pending: Vec::new(),
-            stderr_line: Vec::new(),
-            ahead: ReadAhead::new(opts.hold, opts.temp.as_deref()),
-            finished: false,
-            stopped: false,
-            opts,
-            answered: Answered::new(),
-        }
+        Box::write(
+            empty,
+            FastcgiBody {
+                sock: Socket::new(Some(sock)),
+                tries: None,
+                tried: Tried::default(),
+                notes: Vec::new(),
+                again: None,
+                connected: kept,
+                outbox,
+                body_open,
+                held,
+                held_body,
+                frame: Vec::new(),
+                unreachable: None,
+                decoder: Decoder::new(ID),
+                inbuf: Vec::new(),
+                at: 0,
+                head_buf,
+                started: false,
+                pending: Vec::new(),
+                stderr_line: Vec::new(),
+                ahead: ReadAhead::new(opts.hold, opts.temp.as_deref()),
+                finished: false,
+                stopped: false,
+                opts,
+                answered: Answered::new(),
+            },
+        )
     }
 
     /// On a kept connection still watched under the token `watched`, if
     /// it is (see [`Produce::watch_slot`]).
-    pub fn watched(mut self, watched: Option<usize>) -> Self {
+    pub fn watched(&mut self, watched: Option<usize>) {
         self.sock.watched = watched;
-        self
     }
 
     /// On a kept connection, for a request that may go again (an
@@ -272,9 +289,8 @@ impl FastcgiBody {
     /// should the connection turn out closed by the application before
     /// any byte of the answer (it rested in the pool unchecked), the
     /// request goes again, once, on a new connection to the same server.
-    pub fn may_go_again(mut self, params: Vec<u8>) -> Self {
+    pub fn may_go_again(&mut self, params: Vec<u8>) {
         self.again = Some(params);
-        self
     }
 
     /// The kept connection failed or was closed (`why`) before any byte
@@ -313,11 +329,10 @@ impl FastcgiBody {
     /// Sent to the server `tries` holds, `to` at its address `tried`
     /// (the access log names it), and when it cannot be reached, to its
     /// next address, then to the next server up.
-    pub fn with_tries(mut self, tries: Tries, to: &crate::config::Upstream, tried: Tried) -> Self {
+    pub fn with_tries(&mut self, tries: Tries, to: &crate::config::Upstream, tried: Tried) {
         self.answered.to(dial::addr_at(to, tried));
         self.tries = Some(tries);
         self.tried = tried;
-        self
     }
 
     /// Why the server could not be reached (`e`), named as the lines of

@@ -118,15 +118,6 @@ pub fn give_back_to(keep: &Option<Keep>, buf: Vec<u8>) {
     }
 }
 
-/// `value` in a box an answer before gave back to `pool` ([`recycle`]),
-/// if any.
-pub fn boxed<T: 'static>(pool: Option<&Shared>, value: T) -> Box<T> {
-    match pool {
-        Some(pool) => pool.borrow_mut().boxes.boxed(value),
-        None => Box::new(value),
-    }
-}
-
 /// An empty box for a `T`, one an answer before gave back to `pool`
 /// ([`recycle`]) if any: `Box::write(empty_box(pool), T { .. })` makes a
 /// large value in place.
@@ -138,7 +129,7 @@ pub fn empty_box<T: 'static>(pool: Option<&Shared>) -> crate::sys::boxes::Empty<
 }
 
 /// Keeps `empty` (a box whose value was dropped or moved out) in `pool`,
-/// if any, for [`boxed`].
+/// if any, for [`empty_box`].
 pub fn keep_box<T: 'static>(pool: Option<&Shared>, empty: crate::sys::boxes::Empty<T>) {
     if let Some(pool) = pool {
         pool.borrow_mut().boxes.keep(empty);
@@ -147,7 +138,7 @@ pub fn keep_box<T: 'static>(pool: Option<&Shared>, empty: crate::sys::boxes::Emp
 
 /// Drops `b`'s value (an answer's producer, or its plan: a producer's
 /// own `Drop` gives its buffers back first) and keeps its box in `pool`,
-/// if any, for [`boxed`].
+/// if any, for [`empty_box`].
 pub fn recycle<T: 'static>(b: Box<T>, pool: Option<&Shared>) {
     keep_box(pool, crate::sys::boxes::emptied(b));
 }

@@ -132,39 +132,43 @@ impl Router {
             (None, None | Some(0)) => BodyIn::None,
             (None, Some(_)) => BodyIn::Stream,
         };
-        let plan = FastcgiPlan {
-            tries,
-            idempotent: req.method().is_idempotent(),
-            params,
-            body,
-            opts: Options {
-                // (In a buffer an answer before gave back: see
-                // `FastcgiBody`'s drop.)
-                label: label(
-                    &script.filename,
-                    req,
-                    self.upstream_pool.borrow_mut().buffer(),
-                ),
-                connect_timeout: rule.connect_timeout,
-                read_timeout: rule.read_timeout,
-                send_timeout: rule.send_timeout,
-                max_head: self.cfg.limits.cgi_header_bytes,
-                keep: (rule.keepalive > 0).then(|| Keep {
-                    pool: std::rc::Rc::clone(&self.upstream_pool),
-                    to: to.clone(),
-                    max: rule.keepalive,
-                    timeout: rule.keepalive_timeout,
-                }),
-                hold: rule.buffer_answer,
-                temp: (rule.buffer_answer > 0).then(|| std::sync::Arc::clone(&self.cfg)),
+        // (Made in the box of a plan before, if any, where it is written
+        // at once: see `Worker::start_fastcgi`.)
+        let empty = self.upstream_pool.borrow_mut().boxes.empty();
+        let plan = Box::write(
+            empty,
+            FastcgiPlan {
+                tries,
+                idempotent: req.method().is_idempotent(),
+                params,
+                body,
+                opts: Options {
+                    // (In a buffer an answer before gave back: see
+                    // `FastcgiBody`'s drop.)
+                    label: label(
+                        &script.filename,
+                        req,
+                        self.upstream_pool.borrow_mut().buffer(),
+                    ),
+                    connect_timeout: rule.connect_timeout,
+                    read_timeout: rule.read_timeout,
+                    send_timeout: rule.send_timeout,
+                    max_head: self.cfg.limits.cgi_header_bytes,
+                    keep: (rule.keepalive > 0).then(|| Keep {
+                        pool: std::rc::Rc::clone(&self.upstream_pool),
+                        to: to.clone(),
+                        max: rule.keepalive,
+                        timeout: rule.keepalive_timeout,
+                    }),
+                    hold: rule.buffer_answer,
+                    temp: (rule.buffer_answer > 0).then(|| std::sync::Arc::clone(&self.cfg)),
+                },
             },
-        };
+        );
         Plan {
             // (The status is the application's, from its answer's head.)
             status: Status::OK,
-            // (In the box of a plan before, if any: see
-            // `Worker::start_fastcgi`.)
-            body: Body::Fastcgi(self.upstream_pool.borrow_mut().boxes.boxed(plan)),
+            body: Body::Fastcgi(plan),
             close: false,
         }
     }

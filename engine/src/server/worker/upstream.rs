@@ -133,7 +133,7 @@ impl Worker {
             return Ok(());
         }
         // (The plan moved out of its box, which goes back to the pool with
-        // the producer's: see `crate::handlers::proxy::pool::boxed`.)
+        // the producer's: see `crate::handlers::proxy::pool::empty_box`.)
         let (plan, empty) = crate::sys::boxes::take(plan);
         let pool = crate::handlers::proxy::pool::pool_of(&plan.opts.keep);
         crate::handlers::proxy::pool::keep_box(pool.as_ref(), empty);
@@ -181,19 +181,20 @@ impl Worker {
         if let Some(keep) = opts.keep.as_mut() {
             keep.to = to.clone();
         }
-        let body = FastcgiBody::new(sock, kept.is_some(), &params, body, opts)
-            .watched(kept.flatten())
-            .with_tries(tries, &to, tried);
-        let body = match (again, kept) {
+        // (Made in the box of an answer before, if any: see
+        // `ProxyBody::on`.)
+        let empty = crate::handlers::proxy::pool::empty_box(pool.as_ref());
+        let mut body = FastcgiBody::new_in(empty, sock, kept.is_some(), &params, body, opts);
+        body.watched(kept.flatten());
+        body.with_tries(tries, &to, tried);
+        match (again, kept) {
             (true, Some(_)) => body.may_go_again(params),
             _ => {
                 if let Some(pool) = &pool {
                     pool.borrow_mut().give_back(params);
                 }
-                body
             }
-        };
-        let body = crate::handlers::proxy::pool::boxed(pool.as_ref(), body);
+        }
         self.start_watched(c, r, stream, body, redirects, decoder)
     }
 

@@ -493,8 +493,8 @@ fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
     let away = Upstream::Unix(Path::new("/nonexistent/a.sock").into());
     let (group, t) = tries(vec![away.clone(), b.upstream()]);
     // (Its socket never connects: nothing of the request went.)
-    let (p, _silent) = started(BodyIn::Stream, None);
-    let mut p = p.with_tries(t, &away, away.tried());
+    let (mut p, _silent) = started(BodyIn::Stream, None);
+    p.with_tries(t, &away, away.tried());
     p.input().unwrap().feed(b"a=1");
     p.input().unwrap().end();
     assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(3));
@@ -536,10 +536,10 @@ fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
 #[test]
 fn a_server_silent_after_the_request_is_a_504_and_a_failure() {
     let away = Upstream::Unix(Path::new("/nonexistent/a.sock").into());
-    let (p, mut app) = started(BodyIn::None, None);
+    let (mut p, mut app) = started(BodyIn::None, None);
     let here = Upstream::Unix(Path::new("/fpm.sock").into());
     let (group, t) = tries(vec![here.clone(), away]);
-    let mut p = p.with_tries(t, &here, here.tried());
+    p.with_tries(t, &here, here.tried());
     assert!(write(&mut p).unwrap().moved);
     records_until(&mut app, STDIN);
     assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(9));
@@ -582,7 +582,7 @@ fn on_closed_kept(
     ours.set_nonblocking(true).unwrap();
     drop(theirs);
     let (_, t) = tries(vec![b.upstream()]);
-    let p = FastcgiBody::new(
+    let mut p = FastcgiBody::new(
         OwnedFd::from(ours),
         true,
         params,
@@ -590,11 +590,11 @@ fn on_closed_kept(
         options(None),
     );
     let up = b.upstream();
-    let p = p.with_tries(t, &up, up.tried());
-    match again {
-        true => p.may_go_again(params.to_vec()),
-        false => p,
+    p.with_tries(t, &up, up.tried());
+    if again {
+        p.may_go_again(params.to_vec());
     }
+    p
 }
 
 #[test]
