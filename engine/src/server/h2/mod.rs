@@ -30,8 +30,8 @@ use crate::spare::Spare;
 pub use answer::Answer;
 
 /// Spare piece lists and log buffers a session keeps (as many as the
-/// answers it usually has at once).
-const SPARES: usize = 16;
+/// answers it usually has at once; an HTTP/3 session's too).
+pub(crate) const SPARES: usize = 16;
 
 /// Emptied piece lists of answers that ended.
 type SparePieces = Spare<VecDeque<Piece>, SPARES, { usize::MAX }>;

@@ -33,10 +33,6 @@ use crate::spare::Spare;
 /// then) waits in [`Framed::bytes`] until the stream takes it all.
 pub const FRAME: usize = 32 * 1024;
 
-/// Framed-bytes buffers and piece lists a session keeps (as many as the
-/// answers it usually has at once).
-const SPARES: usize = 16;
-
 /// One QUIC connection's state in the engine.
 #[derive(Debug)]
 pub struct Session {
@@ -101,9 +97,9 @@ pub struct Session {
     /// Its last answer's head, encoded (see [`head::Cache`]).
     pub heads: head::Cache,
     /// Framed-bytes buffers of answers that ended, for the next ones.
-    pub(crate) spare: Spare<Vec<u8>, SPARES, { 2 * FRAME }>,
+    pub(crate) spare: Spare<Vec<u8>, { h2::SPARES }, { 2 * FRAME }>,
     /// Piece lists of answers that ended, for the next ones.
-    pub(crate) spare_pieces: Spare<VecDeque<h2::Piece>, SPARES, 8>,
+    pub(crate) spare_pieces: Spare<VecDeque<h2::Piece>, { h2::SPARES }, 8>,
     /// Request streams whose body is not wanted (their answer did not
     /// need it), with how much more of it is read and dropped (see
     /// [`Session::refuse_rest`]).
