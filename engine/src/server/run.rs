@@ -112,6 +112,10 @@ pub enum Outcome {
     Idle,
     /// Something moved; more later.
     Moved,
+    /// Something moved, then the producer had nothing more to give: it
+    /// waits for its sources, whose events wake it (pumped again before
+    /// one came, it would give nothing: HTTP/1.1's driver does not).
+    Waits,
     /// The answer is over (complete, or cut short through the sink).
     Ended,
     /// It failed before its head: answer this status instead.
@@ -428,9 +432,11 @@ impl Run {
             let last = match gave {
                 Gave::Pending => {
                     if let Some(next) = self.producer.successor() {
+                        // (Its successor may have something at once.)
                         self.producer = held(next);
+                        return if moved { Outcome::Moved } else { Outcome::Idle };
                     }
-                    return if moved { Outcome::Moved } else { Outcome::Idle };
+                    return if moved { Outcome::Waits } else { Outcome::Idle };
                 }
                 Gave::Interim(head) => {
                     // (None after the head: one that came late is dropped.)
@@ -895,11 +901,16 @@ mod tests {
         taken: usize,
         missing: u64,
         takes_raw: bool,
+        /// What `data` took is taken from `room`.
+        fills: bool,
     }
 
     impl Sink for Recording {
         fn room(&self) -> usize {
-            self.room
+            match self.fills {
+                true => self.room.saturating_sub(self.taken),
+                false => self.room,
+            }
         }
         fn head(&mut self, head: &ReplyHead) -> Wanted {
             let lines = String::from_utf8_lossy(&head.headers);
@@ -1093,7 +1104,7 @@ mod tests {
             stop_at_head: true,
             ..sink(10)
         };
-        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Waits);
         assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
         // Its body dropped, no framing of an end, not stopped.
         assert_eq!(s.seen, ["head 200 Some(4) \"\""]);
@@ -1133,10 +1144,10 @@ mod tests {
         let (mut run, _) = process(vec![Step::Pending, Step::Pending], held, false, Some(feed));
         assert!(run.takes_body());
         let mut s = sink(10);
-        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Waits);
         assert_eq!(s.seen, ["continue", "took 3"]);
         // (Held bytes move without credit; no second 100 Continue.)
-        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Waits);
         assert_eq!(s.seen.len(), 2);
         // A body held whole, or no body: the client is not told to send.
         let feed = Feed {
@@ -1306,12 +1317,38 @@ mod tests {
         ];
         let (mut run, stops) = scripted(steps, "GET");
         let mut s = sink(10);
-        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Waits);
         assert_eq!(s.seen, ["head 200 None \"X: 1\\r\\n\"", "data ab"]);
         assert!(run.started() && run.status() == 200);
         assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
         assert_eq!(s.seen[2..], ["data cd", "finish"]);
         assert_eq!(stops.get(), 0);
+    }
+
+    #[test]
+    fn a_full_sink_is_pumped_again_a_producer_that_waits_is_not() {
+        // (Moved: the driver pumps again once the client took some;
+        // Waits: not before an event of the producer's sources.)
+        let steps = vec![
+            Step::Head(200, None, b""),
+            Step::Bytes(b"abcd"),
+            Step::Bytes(b"ef"),
+            Step::Pending,
+            Step::Last(b"gh"),
+        ];
+        let (mut run, _) = scripted(steps, "GET");
+        let mut s = Recording {
+            room: 4,
+            fills: true,
+            ..Recording::default()
+        };
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(s.seen[1..], ["data abcd"]);
+        s.room = 10;
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Waits);
+        assert_eq!(s.seen[2..], ["data ef"]);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
+        assert_eq!(s.seen[3..], ["data gh", "finish"]);
     }
 
     #[test]

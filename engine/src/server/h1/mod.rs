@@ -320,6 +320,17 @@ impl Conn {
         }
     }
 
+    /// Whether [`Conn::read`] of no input would come to nothing (a
+    /// [`Event::Stall`], no wait to take): between requests, or while a
+    /// producer answers one whose body is all read.
+    pub fn idles_without_input(&self) -> bool {
+        match &self.state {
+            State::Idle => true,
+            State::Streaming(p) => p.body.is_none(),
+            State::Head | State::Body(_) | State::Waiting(_) => false,
+        }
+    }
+
     /// A body is being read, and all of it is in (what waits for it is
     /// told at the next [`Conn::read`]).
     pub fn body_is_done(&self) -> bool {

@@ -15,7 +15,7 @@ use super::dispatch::Processed;
 use super::{Worker, LINGER, LINGER_BODY_BYTES, LINGER_BYTES, THROTTLE_CHUNK, TURN};
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
-use crate::server::h1::State;
+use crate::server::h1::{self, State};
 use crate::server::life::Linger;
 use crate::server::transport::{Flushed, Limit, Transport};
 
@@ -459,6 +459,13 @@ impl Worker {
             self.pools.take_back_buf(p);
         }
         let had = self.pools.rbuf.len();
+        let unread = c.transport.tcp().read_more && !c.transport.tcp().eof;
+        if had == 0 && !unread && c.h1().is_some_and(h1::Conn::idles_without_input) {
+            // Nothing to read, nothing held, and HTTP/1.1 would make
+            // nothing of no input (between requests, or while a producer
+            // answers: no check to take, no body to finish).
+            return Ok(false);
+        }
         if had == 0 {
             if let Some(moved) = self.splice_body(c, turn) {
                 return moved;

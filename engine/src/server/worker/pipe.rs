@@ -133,7 +133,7 @@ pub(super) fn rewatch(
         }
     }
     match outcome {
-        Outcome::Idle => Outcome::Moved,
+        Outcome::Idle | Outcome::Waits => Outcome::Moved,
         outcome => outcome,
     }
 }

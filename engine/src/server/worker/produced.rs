@@ -333,11 +333,18 @@ impl Worker {
         moved
     }
 
-    /// What an HTTP/1.1 pump came to; whether anything moved.
+    /// What an HTTP/1.1 pump came to; whether to pump again (something
+    /// moved, and more may follow at once).
     fn h1_outcome(&mut self, c: &mut Conn, outcome: Outcome) -> bool {
         match outcome {
             Outcome::Idle => return false,
             Outcome::Moved => c.life.touch(self.clock.now),
+            Outcome::Waits => {
+                // (Nothing more until its sources' events: the driver
+                // goes on to the client's side without pumping again.)
+                c.life.touch(self.clock.now);
+                return false;
+            }
             Outcome::Ended => self.h1_produced_end(c, None),
             Outcome::Fail(status) => self.h1_produced_end(c, Some(status)),
             Outcome::Redirect(target) => {

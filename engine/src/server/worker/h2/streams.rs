@@ -300,7 +300,7 @@ impl Worker {
         }
         match outcome {
             Outcome::Idle => return Drove::Going(a),
-            Outcome::Moved => {
+            Outcome::Moved | Outcome::Waits => {
                 a.progress = self.clock.now;
                 return Drove::Going(a);
             }
