@@ -25,6 +25,7 @@ use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
+use crate::server::exchange::{Exchange, Task};
 use crate::server::h1;
 use crate::server::run::{Outcome, Run};
 use crate::server::waits::Held;
@@ -138,6 +139,36 @@ pub(super) fn rewatch(
     }
 }
 
+/// Registers the sources of `run`, the program answering the exchange
+/// in slot `index`. A kept upstream connection still in the watch
+/// from its last answer ([`Run::watch_slot`]) costs nothing when its
+/// token is this one (the pool and the exchanges' slots both give
+/// the last freed first, so it often is), one change of its token
+/// otherwise.
+fn watch(reg: &mio::Registry, run: &mut Run, index: usize) -> std::io::Result<()> {
+    for (i, source) in run.sources().into_iter().enumerate() {
+        let Some((fd, want)) = source else { continue };
+        let (token, interest) = (token_at(index, i), interest(want));
+        let was = match run.watch_slot().filter(|_| i == 0) {
+            Some(slot) => slot.replace(token.0),
+            None => None,
+        };
+        match was {
+            Some(t) if t == token.0 => continue,
+            Some(_) => reg.reregister(&mut SourceFd(&fd), token, interest)?,
+            None => match reg.register(&mut SourceFd(&fd), token, interest) {
+                // (A kept connection watched still, whose token was
+                // not kept: watched anew, under this token.)
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    reg.reregister(&mut SourceFd(&fd), token, interest)?
+                }
+                other => other?,
+            },
+        }
+    }
+    Ok(())
+}
+
 /// What epoll waits for on a source that wants `want`.
 pub(super) fn interest(want: Want) -> Interest {
     match want {
@@ -191,24 +222,34 @@ impl Worker {
             body.stop();
             return Err(full);
         }
-        let mut run = Run::new(body, r.hold(redirects)).rules_at_head();
+        // (Made in its exchange's slot, not moved there: a run is a few
+        // hundred bytes. Its sources are watched under the slot's tokens.)
+        let ex = self.exchanges.insert(Exchange {
+            conn: c.index,
+            stream,
+            task: Task::Run(Run::new(body, r.hold(redirects)).rules_at_head()),
+        });
         self.pools.refill_held(r);
-        // (Its exchange goes in the slot that is vacant now: its pipes'
-        // tokens name it.)
-        if let Err(e) = self.watch(&mut run, self.exchanges.vacant()) {
-            self.logger.log(
-                Level::Error,
-                format_args!("{}: cannot watch its sources: {e}", run.label()),
-            );
-            run.stop(&mut self.logger);
-            self.unwatch_run(&mut run);
-            r.resume(run.request);
+        let watched = match self.exchanges.run_mut(ex) {
+            Some(run) => watch(self.poll.registry(), run, ex.index()),
+            None => Ok(()),
+        };
+        if let Err(e) = watched {
+            if let Some(mut run) = self.exchanges.take_run(ex) {
+                self.logger.log(
+                    Level::Error,
+                    format_args!("{}: cannot watch its sources: {e}", run.label()),
+                );
+                run.stop(&mut self.logger);
+                self.unwatch_run(&mut run);
+                r.resume(run.request);
+            }
             return Err(Plan::told_error(
                 Status::INTERNAL_SERVER_ERROR,
                 &mut r.scratch,
             ));
         }
-        self.start_run(c, stream, run, decoder.take(), true, &r.scratch.path);
+        self.start_run(c, stream, ex, decoder.take(), true, &r.scratch.path);
         Ok(())
     }
 
@@ -321,37 +362,6 @@ impl Worker {
                 ),
             ),
         }
-    }
-
-    /// Registers the sources of `run`, the program answering the exchange
-    /// in slot `index`. A kept upstream connection still in the watch
-    /// from its last answer ([`Run::watch_slot`]) costs nothing when its
-    /// token is this one (the pool and the exchanges' slots both give
-    /// the last freed first, so it often is), one change of its token
-    /// otherwise.
-    fn watch(&self, run: &mut Run, index: usize) -> std::io::Result<()> {
-        let reg = self.poll.registry();
-        for (i, source) in run.sources().into_iter().enumerate() {
-            let Some((fd, want)) = source else { continue };
-            let (token, interest) = (token_at(index, i), interest(want));
-            let was = match run.watch_slot().filter(|_| i == 0) {
-                Some(slot) => slot.replace(token.0),
-                None => None,
-            };
-            match was {
-                Some(t) if t == token.0 => continue,
-                Some(_) => reg.reregister(&mut SourceFd(&fd), token, interest)?,
-                None => match reg.register(&mut SourceFd(&fd), token, interest) {
-                    // (A kept connection watched still, whose token was
-                    // not kept: watched anew, under this token.)
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        reg.reregister(&mut SourceFd(&fd), token, interest)?
-                    }
-                    other => other?,
-                },
-            }
-        }
-        Ok(())
     }
 
     /// Takes every source of `run` out of the watch (it is dropped next,

@@ -20,7 +20,7 @@ use crate::http::request::OwnedRequest;
 use crate::http::{Method, Status};
 use crate::log::Logger;
 use crate::server::conn::Conn;
-use crate::server::exchange::{Exchange, Task};
+use crate::server::exchange::{Exchange, ExchangeId, Task};
 use crate::server::h1;
 use crate::server::h1::sink::{Framing, H1Sink, Producing};
 use crate::server::router::Router;
@@ -96,32 +96,36 @@ impl Worker {
         producer: Box<dyn Produce>,
         redirects: u8,
     ) {
-        let run = Run::new(producer, r.hold(redirects));
+        // (Made in its exchange's slot: see `start_watched`.)
+        let ex = self.exchanges.insert(Exchange {
+            conn: c.index,
+            stream,
+            task: Task::Run(Run::new(producer, r.hold(redirects))),
+        });
         self.pools.refill_held(r);
-        self.start_run(c, stream, run, None, false, &r.scratch.path);
+        self.start_run(c, stream, ex, None, false, &r.scratch.path);
     }
 
-    /// Starts `run` on `c`'s HTTP/1.1 exchange (`stream` none; `body`
-    /// reads the request body on its way to the producer) or on its
-    /// HTTP/2 stream (`path`, the path answered, may be throttled);
-    /// `program`: its producer is a program (see `pipe`), whose pipes
-    /// are watched under its exchange's tokens.
+    /// Starts the run of exchange `ex` (`c`'s, put there by the caller)
+    /// on `c`'s HTTP/1.1 exchange (`stream` none; `body` reads the
+    /// request body on its way to the producer) or on its HTTP/2 stream
+    /// (`path`, the path answered, may be throttled); `program`: its
+    /// producer is a program (see `pipe`), whose pipes are watched under
+    /// its exchange's tokens.
     pub(super) fn start_run(
         &mut self,
         c: &mut Conn,
         stream: Option<u32>,
-        run: Run,
+        ex: ExchangeId,
         body: Option<BodyDecoder>,
         program: bool,
         path: &[u8],
     ) {
         let Some(id) = stream else {
+            let Some(run) = self.exchanges.run(ex) else {
+                return;
+            };
             let framing = Framing::new(&run.request.req, c.queued_end());
-            let ex = self.exchanges.insert(Exchange {
-                conn: c.index,
-                stream: None,
-                task: Task::Run(run),
-            });
             let p = Producing {
                 ex,
                 framing,
@@ -135,7 +139,7 @@ impl Worker {
             return;
         };
         #[cfg(feature = "http2")]
-        self.h2_start_run(c, id, run, program, path);
+        self.h2_start_run(c, id, ex, program, path);
         #[cfg(not(feature = "http2"))]
         let _ = (id, program, path);
     }
@@ -489,7 +493,7 @@ mod h2 {
     use crate::h2::ErrorCode;
     use crate::http::Status;
     use crate::server::conn::Conn;
-    use crate::server::exchange::Exchanges;
+    use crate::server::exchange::{ExchangeId, Exchanges};
     use crate::server::h2::Answer;
     use crate::server::run::{Fed, Outcome, Run, Sink};
     #[cfg(feature = "http3")]
@@ -498,24 +502,25 @@ mod h2 {
     use crate::server::worker::Worker;
 
     impl Worker {
-        /// Starts answering stream `id` of `c` with `run` (a program's if
-        /// `program`: the session counts it; `path`: the path answered).
+        /// Starts answering stream `id` of `c` with the run of exchange
+        /// `ex` (a program's if `program`: the session counts it; `path`:
+        /// the path answered).
         pub(super) fn h2_start_run(
             &mut self,
             c: &mut Conn,
             id: u32,
-            run: Run,
+            ex: ExchangeId,
             program: bool,
             path: &[u8],
         ) {
             #[cfg(feature = "http3")]
             if c.speaks_h3() {
-                if let Some(a) = self.stream_start_run::<H3>(c, (id, run, program), path) {
+                if let Some(a) = self.stream_start_run::<H3>(c, (id, ex, program), path) {
                     self.h3_forget(c, a);
                 }
                 return;
             }
-            if let Some(mut a) = self.stream_start_run::<H2>(c, (id, run, program), path) {
+            if let Some(mut a) = self.stream_start_run::<H2>(c, (id, ex, program), path) {
                 self.h2_run_abandon(c, &mut a, false);
             }
         }

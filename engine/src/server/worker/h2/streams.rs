@@ -15,7 +15,7 @@ use crate::http::response::{Connection, Framing, Head};
 use crate::http::Method;
 use crate::http::Status;
 use crate::server::conn::{Conn, Proto};
-use crate::server::exchange::{Exchange, Task};
+use crate::server::exchange::ExchangeId;
 use crate::server::h2::sink::{Frames, StreamSink};
 use crate::server::h2::Piece;
 use crate::server::h2::{Answer, Session};
@@ -204,24 +204,22 @@ impl Worker {
     pub(in crate::server::worker) fn stream_start_run<S: Streamed>(
         &mut self,
         c: &mut Conn,
-        (id, run, program): (u32, Run, bool),
+        (id, ex, program): (u32, ExchangeId, bool),
         path: &[u8],
     ) -> Option<Answer<S::Own>> {
+        let run = self.exchanges.run(ex)?;
         let mut a = Answer::waiting(id, run.request.started);
+        let site = run.request.req.site();
         // (The piece list of an answer that ended, if any: see
         // `Session::recycle`.)
         if let Some(pieces) = S::spare_pieces(&mut c.proto) {
             a.pieces = pieces;
         }
-        a.throttle = self.h2_throttle(c, run.request.req.site(), path);
+        a.throttle = self.h2_throttle(c, site, path);
         a.open = true;
         a.progress = self.clock.now;
         a.program = program;
-        a.run = Some(self.exchanges.insert(Exchange {
-            conn: c.index,
-            stream: Some(id),
-            task: Task::Run(run),
-        }));
+        a.run = Some(ex);
         let Some((answers, programs)) = S::answers(&mut c.proto) else {
             return Some(a);
         };
