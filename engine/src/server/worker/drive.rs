@@ -474,10 +474,10 @@ impl Worker {
         // (A body streaming to a producer: no more than its input takes.)
         let room = c.h1().and_then(|h| h.body_room(&mut self.exchanges));
         let (link, rbuf) = (&mut c.transport, &mut self.pools.rbuf);
-        let t = link.tcp();
         let spare = (rbuf.capacity() - rbuf.len())
             .min(room.map_or(usize::MAX, |r| r.saturating_sub(rbuf.len())));
-        if t.read_more && !t.eof && spare > 0 {
+        // (`splice_body` changed nothing when it declined.)
+        if unread && spare > 0 {
             let read = link.read(rbuf, spare);
             let t = link.tcp_mut();
             match read {

@@ -197,10 +197,11 @@ impl Worker {
         Some((a, head))
     }
 
-    /// Starts answering stream `id` of `c`, which speaks `S`, with `run`
-    /// (a program's or an upstream's if `program`: the session counts
-    /// it; `path`: the path answered). Gives the answer back if `c` has
-    /// no session to keep it in (it is to be given up).
+    /// Starts answering stream `id` of `c`, which speaks `S`, with the
+    /// run of exchange `ex` (a program's or an upstream's if `program`:
+    /// the session counts it; `path`: the path answered). Gives the
+    /// answer back if `c` has no session to keep it in (it is to be
+    /// given up).
     pub(in crate::server::worker) fn stream_start_run<S: Streamed>(
         &mut self,
         c: &mut Conn,
