@@ -498,6 +498,13 @@ fn a_kept_connection_the_upstream_closed_is_replaced_for_a_get_only() {
     }
     assert_eq!(a.asked(), ["GET /api/0", "GET /api/1", "GET /api/1"]);
     assert_eq!(*a.conns.lock().unwrap(), 2);
+    // A warning, as FastCGI's: it is how keep-alive ends, and the client
+    // got its answer (an error, and "cannot reach", before).
+    let line = s.wait_stderr_line("sent again to");
+    let to = format!("proxy http://{}", a.addr);
+    let want =
+        format!(" [warn] {to}: a kept connection was closed by the upstream; sent again to {to}");
+    assert!(line.ends_with(&want), "{line}");
     // A POST on the kept connection it then drops is not sent again.
     c.send(b"POST /api/p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
     let r = c.response();

@@ -233,7 +233,7 @@ pub struct ProxyBody {
     /// The hold on the upstream in use (`least_conn`).
     lease: Option<Lease>,
     /// What to log next (attempts that failed and were retried).
-    notes: Vec<String>,
+    notes: Vec<(Level, String)>,
     /// The upstream took a byte: the connection is up.
     connected: bool,
     /// The upstream a new connection is being made to, and how many of
@@ -408,7 +408,7 @@ impl ProxyBody {
     /// connection; when it cannot be made at once, to the next upstream
     /// as [`ProxyBody::try_again`] allows. Errs with the lines to log
     /// when none could be reached (502).
-    pub fn connect(plan: Box<UpstreamPlan>) -> Result<Box<ProxyBody>, Vec<String>> {
+    pub fn connect(plan: Box<UpstreamPlan>) -> Result<Box<ProxyBody>, Vec<(Level, String)>> {
         let to = plan.to.clone();
         let tried = to.tried();
         let (made, failed) = match dial_link(&to, tried, &plan.tls) {
@@ -432,7 +432,7 @@ impl ProxyBody {
             if !body.try_again(false, &why) {
                 // (Tried again elsewhere, the notes tell this one too.)
                 if body.notes.is_empty() {
-                    body.notes.push(format!("{label}: {why}"));
+                    body.notes.push((Level::Error, format!("{label}: {why}")));
                 }
                 return Err(std::mem::take(&mut body.notes));
             }
@@ -487,19 +487,30 @@ impl ProxyBody {
             let Some(i) = pick else {
                 if !first {
                     // (The first failure is the caller's to tell.)
-                    self.notes.push(format!("{}: {why}", self.plan.opts.label));
+                    let note = format!("{}: {why}", self.plan.opts.label);
+                    self.notes.push((Level::Error, note));
                 }
                 return false;
+            };
+            // (A kept connection the upstream had closed is a warning,
+            // not an error, as FastCGI's: it is how keep-alive ends, the
+            // client gets its answer and the upstream counts no failure.)
+            let level = match stale && first {
+                true => Level::Warn,
+                false => Level::Error,
             };
             first = false;
             if !self.tried.contains(&i) {
                 self.tried.push(i);
             }
             let to = turn.group.borrow().to[i].clone();
-            self.notes.push(format!(
-                "{}: {why}; sent again to {}",
-                self.plan.opts.label,
-                dial::label(&to)
+            self.notes.push((
+                level,
+                format!(
+                    "{}: {why}; sent again to {}",
+                    self.plan.opts.label,
+                    dial::label(&to)
+                ),
             ));
             let tried = to.tried();
             match dial_link(&to, tried, &self.plan.tls) {
@@ -558,6 +569,7 @@ impl ProxyBody {
         }
         if !self.started && self.head_buf.is_empty() && (!self.connected || self.kept) {
             let why = match &e {
+                Some(e) if self.kept => format!("a kept connection failed: {e}"),
                 Some(e) => format!("cannot reach the upstream: {e}"),
                 None if self.kept => "a kept connection was closed by the upstream".into(),
                 None => "the upstream closed without answering".into(),
@@ -1210,8 +1222,8 @@ impl Produce for ProxyBody {
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {
-        for note in self.notes.drain(..) {
-            cx.log.log(Level::Error, format_args!("{note}"));
+        for (level, note) in self.notes.drain(..) {
+            cx.log.log(level, format_args!("{note}"));
         }
     }
 
@@ -1383,7 +1395,10 @@ impl Input for ProxyBody {
                 }
                 let unanswered = !self.started && self.head_buf.is_empty();
                 if unanswered && (!self.connected || self.kept) {
-                    let why = format!("cannot reach the upstream: {e}");
+                    let why = match self.kept {
+                        true => format!("a kept connection failed: {e}"),
+                        false => format!("cannot reach the upstream: {e}"),
+                    };
                     if self.try_again(self.kept, &why) {
                         return Ok(Wrote {
                             moved: true,

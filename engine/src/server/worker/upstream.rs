@@ -104,8 +104,8 @@ impl Worker {
         let body = match ProxyBody::connect(plan) {
             Ok(body) => body,
             Err(lines) => {
-                for line in lines {
-                    self.logger.log(Level::Error, format_args!("{line}"));
+                for (level, line) in lines {
+                    self.logger.log(level, format_args!("{line}"));
                 }
                 return Err(Plan::told_error(Status::BAD_GATEWAY, &mut r.scratch));
             }
