@@ -183,11 +183,6 @@ pub fn ip_text(ip: std::net::IpAddr, buf: &mut [u8; 45]) -> &[u8] {
     }
 }
 
-/// Appends `ip` as text ([`ip_text`]).
-pub fn push_ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
-    out.extend_from_slice(ip_text(ip, &mut [0; 45]));
-}
-
 /// Appends the decimal digits of `n` (no allocation, no formatting machinery).
 pub fn push_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(u64_digits(n, &mut [0; 20]));

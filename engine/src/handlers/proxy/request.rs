@@ -19,12 +19,12 @@
 //! else.
 
 use crate::ascii::IgnoreCase;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use crate::http::grammar::{has_token, is_token};
 use crate::http::request::OwnedRequest;
 use crate::http::trailers;
-use crate::http::{push_ip, push_u64, Method, Version};
+use crate::http::{ip_text, push_u64, Method, Version};
 
 /// How the request body goes upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,16 +181,16 @@ fn kept_or(out: &mut Vec<u8>, req: &OwnedRequest, name: &str, keep: bool, value:
     out.extend_from_slice(b"\r\n");
 }
 
-/// Appends the client's address as `Forwarded`'s `for=` wants it
-/// (RFC 7239 §6: an IPv6 address bracketed, and quoted).
-fn node(out: &mut Vec<u8>, addr: SocketAddr) {
-    match addr.ip().to_canonical() {
-        ip @ IpAddr::V6(_) => {
-            out.extend_from_slice(b"\"[");
-            push_ip(out, ip);
-            out.extend_from_slice(b"]\"");
-        }
-        ip => push_ip(out, ip),
+/// Appends the client's address, `text` ([`ip_text`]'s), as
+/// `Forwarded`'s `for=` wants it (RFC 7239 §6: an IPv6 address
+/// bracketed, and quoted).
+fn node(out: &mut Vec<u8>, text: &[u8], v6: bool) {
+    if v6 {
+        out.extend_from_slice(b"\"[");
+        out.extend_from_slice(text);
+        out.extend_from_slice(b"]\"");
+    } else {
+        out.extend_from_slice(text);
     }
 }
 
@@ -240,9 +240,13 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
         !(f.set.iter().any(|(n, _)| is(n.as_bytes(), name))
             || f.remove.iter().any(|n| is(n.as_bytes(), name)))
     };
+    // (The client's address as text once, for both fields that name it.)
+    let ip = f.client.ip().to_canonical();
+    let mut text = [0; 45];
+    let client = ip_text(ip, &mut text);
     if own("X-Forwarded-For") {
         list_field(out, req, "X-Forwarded-For", f.trusted, &mut |out| {
-            push_ip(out, f.client.ip());
+            out.extend_from_slice(client);
         });
     }
     if own("X-Forwarded-Proto") {
@@ -254,7 +258,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
     if own("Forwarded") {
         list_field(out, req, "Forwarded", f.trusted, &mut |out| {
             out.extend_from_slice(b"for=");
-            node(out, f.client);
+            node(out, client, ip.is_ipv6());
             out.extend_from_slice(b";proto=");
             out.extend_from_slice(proto);
             out.extend_from_slice(b";host=");
