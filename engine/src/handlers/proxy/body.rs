@@ -863,6 +863,7 @@ impl ProxyBody {
             };
         }
         let why = match (e, self.head_buf.is_empty()) {
+            (Some(e), _) if self.kept => format!("a kept connection failed: {e}"),
             (Some(e), _) => format!("cannot reach the upstream: {e}"),
             (None, true) => "the upstream closed without answering".into(),
             (None, false) => "the upstream closed in its answer's head".into(),

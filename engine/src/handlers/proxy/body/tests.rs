@@ -400,6 +400,24 @@ fn a_refused_connection_is_a_502() {
     );
 }
 
+/// A kept connection that fails before its answer (reset: the upstream
+/// closed it with the request unread) says so; "cannot reach the
+/// upstream" would be wrong, it was reached before.
+#[test]
+fn a_kept_connection_that_fails_says_so() {
+    let m = logs();
+    let (mut p, up) = started(b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
+    p.on_kept_connection(Some(7));
+    write(&mut p).unwrap();
+    drop(up);
+    p.ready_for(0, true, false);
+    let gave = next(&mut p, &m);
+    assert_eq!(
+        gave,
+        "fail 502 a kept connection failed: Connection reset by peer (os error 104)"
+    );
+}
+
 #[test]
 fn the_answers_head_is_edited_by_the_rule() {
     let m = logs();
