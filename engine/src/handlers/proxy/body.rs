@@ -560,6 +560,16 @@ impl ProxyBody {
         }
     }
 
+    /// Why the socket's error `e` ended this attempt, for the log: a kept
+    /// connection failed (the upstream was reached, earlier), or the
+    /// upstream could not be reached.
+    fn failed(&self, e: &io::Error) -> String {
+        match self.kept {
+            true => format!("a kept connection failed: {e}"),
+            false => format!("cannot reach the upstream: {e}"),
+        }
+    }
+
     /// The socket failed or closed (`e` none) before the answer's head:
     /// none when the request went again ([`ProxyBody::try_again`]), else
     /// what to give.
@@ -569,8 +579,7 @@ impl ProxyBody {
         }
         if !self.started && self.head_buf.is_empty() && (!self.connected || self.kept) {
             let why = match &e {
-                Some(e) if self.kept => format!("a kept connection failed: {e}"),
-                Some(e) => format!("cannot reach the upstream: {e}"),
+                Some(e) => self.failed(e),
                 None if self.kept => "a kept connection was closed by the upstream".into(),
                 None => "the upstream closed without answering".into(),
             };
@@ -863,8 +872,7 @@ impl ProxyBody {
             };
         }
         let why = match (e, self.head_buf.is_empty()) {
-            (Some(e), _) if self.kept => format!("a kept connection failed: {e}"),
-            (Some(e), _) => format!("cannot reach the upstream: {e}"),
+            (Some(e), _) => self.failed(&e),
             (None, true) => "the upstream closed without answering".into(),
             (None, false) => "the upstream closed in its answer's head".into(),
         };
@@ -1396,10 +1404,7 @@ impl Input for ProxyBody {
                 }
                 let unanswered = !self.started && self.head_buf.is_empty();
                 if unanswered && (!self.connected || self.kept) {
-                    let why = match self.kept {
-                        true => format!("a kept connection failed: {e}"),
-                        false => format!("cannot reach the upstream: {e}"),
-                    };
+                    let why = self.failed(&e);
                     if self.try_again(self.kept, &why) {
                         return Ok(Wrote {
                             moved: true,
@@ -1408,7 +1413,7 @@ impl Input for ProxyBody {
                     }
                 }
                 if !self.connected {
-                    self.unreachable = Some(format!("cannot reach the upstream: {e}"));
+                    self.unreachable = Some(self.failed(&e));
                 }
                 // (It may have answered already: its answer is read on.)
                 self.body_open = false;
