@@ -255,6 +255,9 @@ pub struct Builder {
     cwd: Option<PathBuf>,
     /// The user and group brisk is started as (the test's, if `None`).
     run_as: Option<(u32, u32)>,
+    /// `--root` names the root (else brisk starts in it, with its
+    /// default root: the directory it started in).
+    root_flag: bool,
     /// Environment variables set for brisk (besides the test's).
     env: Vec<(String, String)>,
 }
@@ -294,8 +297,16 @@ impl Builder {
             listeners: None,
             cwd: None,
             run_as: None,
+            root_flag: true,
             env: Vec::new(),
         }
+    }
+
+    /// Starts brisk in the root with no `--root`: its default root.
+    pub fn root_by_default(&mut self) -> &mut Self {
+        self.root_flag = false;
+        self.cwd = Some(self.root.clone());
+        self
     }
 
     /// Starts brisk with the environment variable `key` set to `value`.
@@ -420,12 +431,10 @@ impl Builder {
         if !self.listen.is_empty() {
             args.extend(["--listen".into(), self.listen.clone()]);
         }
-        args.extend([
-            "--root".into(),
-            self.root.display().to_string(),
-            "--workers".into(),
-            self.workers.to_string(),
-        ]);
+        if self.root_flag {
+            args.extend(["--root".into(), self.root.display().to_string()]);
+        }
+        args.extend(["--workers".into(), self.workers.to_string()]);
         let access_path = self.base.path.join("access.log");
         match self.access_log {
             Access::Off => args.extend(["--access-log".into(), "off".into()]),

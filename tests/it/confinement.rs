@@ -401,6 +401,27 @@ fn a_root_named_through_dot_dot_reloads_in_the_sandbox() {
     assert_eq!(s.get("/a.txt").body, b"AAAA");
 }
 
+/// A configuration file that names no root (the default: the directory
+/// brisk started in) reloads under the sandbox: the root was `.` on a
+/// reload, which realpath(3) resolves with getcwd(2), which the filter
+/// refuses, so every SIGHUP was.
+#[test]
+fn the_default_root_reloads_in_the_sandbox() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.root_by_default().config("server_header = \"one\"\n");
+    let s = b.start();
+    wait_started(&s);
+    assert!(s.stderr().contains("sandbox: seccomp on"), "{}", s.stderr());
+    assert_eq!(s.get("/a.txt").header("Server"), Some("one"));
+    fs::write(s.base.path.join("brisk.toml"), "server_header = \"two\"\n").unwrap();
+    s.signal(libc::SIGHUP);
+    let line = s.wait_stderr_line("SIGHUP");
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(s.get("/a.txt").header("Server"), Some("two"));
+    assert_eq!(s.get("/a.txt").body, b"AAAA");
+}
+
 #[test]
 fn no_sandbox_flag_turns_it_off() {
     let mut b = Builder::new();

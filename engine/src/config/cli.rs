@@ -409,8 +409,12 @@ fn load_command(
             .root
             .as_deref()
             .unwrap_or("root (default: the current directory)");
-        let written: PathBuf = site.root.components().collect();
-        site.root = check_root(&site.root, root_from)?;
+        // The default root, `.`, is the directory brisk started in, also
+        // on a reload (the process's own may differ by then, and the
+        // sandbox's filter refuses the getcwd(2) that realpath(3) makes
+        // for a relative path: every SIGHUP of a file without `root` was).
+        let written: PathBuf = cwd.join(&site.root).components().collect();
+        site.root = check_root(&written, root_from)?;
         // A root reached through a symlink (a deploy's `current`): what
         // it leads to is watched (see `SiteConfig::root_link`).
         if written != site.root && std::fs::read_link(&written).is_ok() {
