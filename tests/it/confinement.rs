@@ -233,6 +233,64 @@ fn chroot_serves_a_webdav_tree_in_the_jail_and_names_one_it_cannot_write() {
     assert_eq!(closed.status, 403);
 }
 
+/// Each WebDAV change the filesystem refuses the server (a collection
+/// its user may not write in) is explained in the error log, naming the
+/// file: a 403 alone left the operator guessing.
+#[cfg(feature = "webdav")]
+#[test]
+fn a_webdav_change_the_filesystem_refuses_is_explained_in_the_log() {
+    let (Some(_), true) = (nobody(), is_root()) else {
+        skip("needs root and a nobody user");
+        return;
+    };
+    let mut b = Builder::new();
+    let base = b.base().canonicalize().unwrap();
+    fs::create_dir_all(base.join("dav/closed")).unwrap();
+    fs::set_permissions(base.join("dav"), fs::Permissions::from_mode(0o777)).unwrap();
+    fs::write(base.join("dav/a.txt"), b"a").unwrap();
+    fs::write(base.join("dav/closed/old.txt"), b"old").unwrap();
+    b.config("user = \"nobody\"\n[log]\nlevel = \"info\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"dav\"\n");
+    let s = b.start();
+    wait_started(&s);
+    let closed = base.join("dav/closed");
+    let why = "cannot be changed: Permission denied (os error 13) (file permissions for the user brisk runs as, a read-only mount, or the sandbox)";
+    for (request, file, line) in [
+        (
+            &b"PUT /dav/closed/new.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"[..],
+            "new.txt",
+            "[warn] client 127.0.0.1: 403 for \"PUT /dav/closed/new.txt HTTP/1.1\": ",
+        ),
+        (
+            b"MKCOL /dav/closed/c/ HTTP/1.1\r\nHost: x\r\n\r\n",
+            "c",
+            "[warn] webdav: MKCOL /dav/closed/c/: ",
+        ),
+        (
+            b"DELETE /dav/closed/old.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+            "old.txt",
+            "[warn] webdav: DELETE /dav/closed/old.txt: ",
+        ),
+        (
+            b"COPY /dav/a.txt HTTP/1.1\r\nHost: x\r\nDestination: /dav/closed/b.txt\r\n\r\n",
+            "b.txt",
+            "[warn] webdav: COPY /dav/a.txt: ",
+        ),
+        (
+            b"MOVE /dav/a.txt HTTP/1.1\r\nHost: x\r\nDestination: /dav/closed/b.txt\r\n\r\n",
+            "b.txt",
+            "[warn] webdav: MOVE /dav/a.txt: ",
+        ),
+    ] {
+        let r = s.request(request);
+        assert_eq!(r.status, 403, "{}", String::from_utf8_lossy(request));
+        let said = format!("{line}\"{}\": {why}", closed.join(file).display());
+        s.wait_stderr_line(&said);
+    }
+    // (Nothing changed: the old file is there, the source too.)
+    assert_eq!(fs::read(closed.join("old.txt")).unwrap(), b"old");
+    assert_eq!(fs::read(base.join("dav/a.txt")).unwrap(), b"a");
+}
+
 /// A unix-socket upstream inside the jail is connected by its path as
 /// seen from inside (it was connected by its outside path: 502), and
 /// one outside the jail is a configuration error naming the rule.

@@ -36,6 +36,10 @@ pub enum Refusal {
     /// WebDAV asked to make, replace, move or remove one of those files,
     /// or a directory on the way to one.
     OwnChange,
+    /// A WebDAV change (a new file, a collection made or removed, a
+    /// copy or a move) the filesystem refused with this errno.
+    #[cfg(feature = "webdav")]
+    Change(i32),
 }
 
 impl Refusal {
@@ -56,6 +60,11 @@ impl Refusal {
     pub fn level(self) -> Level {
         match self {
             Refusal::Lookup(libc::EACCES | libc::EPERM) | Refusal::NotRunnable => Level::Warn,
+            #[cfg(feature = "webdav")]
+            Refusal::Change(libc::EACCES | libc::EPERM | libc::EROFS) => Level::Warn,
+            // (A full disk, or what the server cannot tell: 507, 500.)
+            #[cfg(feature = "webdav")]
+            Refusal::Change(libc::ENOSPC | libc::EDQUOT | libc::EIO) => Level::Error,
             Refusal::Lookup(n) if lookup_status(&io::Error::from_raw_os_error(n)).0 >= 500 => {
                 Level::Error
             }
@@ -148,6 +157,17 @@ impl fmt::Display for Explained<'_> {
                 "one of the files brisk itself reads or writes, or a directory on the way to \
                  one: WebDAV may not make, replace, move or remove it",
             ),
+            #[cfg(feature = "webdav")]
+            Refusal::Change(n @ (libc::EACCES | libc::EPERM | libc::EROFS)) => write!(
+                f,
+                "cannot be changed: {} (file permissions for the user brisk runs as, \
+                 a read-only mount, or the sandbox)",
+                io::Error::from_raw_os_error(n)
+            ),
+            #[cfg(feature = "webdav")]
+            Refusal::Change(n) => {
+                write!(f, "cannot be changed: {}", io::Error::from_raw_os_error(n))
+            }
             Refusal::NotRunnable => f.write_str(
                 "a CGI script the user brisk runs as may not run \
                  (not executable, or not readable with an interpreter)",
@@ -181,6 +201,21 @@ mod tests {
         assert!(text(Refusal::NotRunnable, b"/usr/lib/cgi-bin/x")
             .starts_with("\"/usr/lib/cgi-bin/x\": "));
         assert!(text(Refusal::NoIndex, b"").starts_with("\"/srv/www\": "));
+    }
+
+    #[cfg(feature = "webdav")]
+    #[test]
+    fn a_refused_webdav_change_is_explained() {
+        assert_eq!(
+            text(Refusal::Change(libc::EROFS), b"/srv/dav/new.txt"),
+            "\"/srv/dav/new.txt\": cannot be changed: Read-only file system (os error 30) \
+             (file permissions for the user brisk runs as, a read-only mount, or the sandbox)"
+        );
+        assert_eq!(Refusal::Change(libc::EACCES).level(), Level::Warn);
+        assert_eq!(Refusal::Change(libc::ENOSPC).level(), Level::Error);
+        // (A missing parent, a name taken: the client's, 409 and 405.)
+        assert_eq!(Refusal::Change(libc::ENOENT).level(), Level::Debug);
+        assert_eq!(Refusal::Change(libc::EEXIST).level(), Level::Debug);
     }
 
     #[test]

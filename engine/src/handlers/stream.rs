@@ -93,6 +93,10 @@ pub struct Given {
     /// the client, what the error log says.
     #[cfg(feature = "webdav")]
     pub failure: Option<(Status, String)>,
+    /// A line for the error log, at its level, after the answer's
+    /// label ([`Later::note`]): why a change was refused.
+    #[cfg(feature = "webdav")]
+    pub note: Option<(crate::config::Level, String)>,
     /// The worker has been told and has not looked yet.
     notified: bool,
 }
@@ -120,6 +124,8 @@ impl Channel {
             gone: g.gone,
             #[cfg(feature = "webdav")]
             failure: g.failure.take(),
+            #[cfg(feature = "webdav")]
+            note: g.note.take(),
             notified: false,
         };
         g.notified = false;
@@ -422,6 +428,13 @@ impl Later {
             g.end = Some(false);
             g.failure = Some((status, why));
         })
+    }
+
+    /// Has the error log say `text` at `level` after the answer's
+    /// label, as the worker takes the answer given next.
+    #[cfg(feature = "webdav")]
+    pub(crate) fn note(&self, level: crate::config::Level, text: String) {
+        lock(&self.channel.given).note = Some((level, text));
     }
 
     /// Whether the client is gone (or the answer timed out): work for
@@ -731,6 +744,10 @@ impl Produce for LaterBody {
                 "the later answer was dropped without an answer"
             };
             return Gave::Fail(Status::INTERNAL_SERVER_ERROR, why.into());
+        }
+        #[cfg(feature = "webdav")]
+        if let Some((level, text)) = h.note.take() {
+            cx.log.log(level, format_args!("{}: {text}", self.label));
         }
         if let Some(mut head) = h.head.take() {
             if !self.early_headers.is_empty() {

@@ -101,7 +101,7 @@ impl Change {
                 plan
             }
             Change::Proppatch { rel, href, ops } => proppatch(dav, rel, href, ops, s),
-            Change::Mkcol { rel, framing } => super::mkcol(dav, rel, *framing),
+            Change::Mkcol { rel, framing } => super::mkcol(dav, rel, *framing, s),
         };
         // (Made: no listing kept from before serves.)
         changed();

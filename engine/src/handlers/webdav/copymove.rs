@@ -79,7 +79,7 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         Ok(m) if m.kind == Kind::Dir && holds(dav, &m, from, to) => return bare(Status::FORBIDDEN),
         Ok(m) => Some(m.kind),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
-        Err(e) => return bare(status_of(&e)),
+        Err(e) => return bare(super::refused_change(dav, to, &e, s)),
     };
     let done = if existed.is_some() {
         Status::NO_CONTENT
@@ -146,7 +146,10 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
     let any = failed.end();
     match result {
         Ok(()) => multistatus::settle(any, s, done),
-        Err(e) => multistatus::settle(any, s, status_of(&e)),
+        Err(e) => {
+            let status = super::refused_change(dav, to, &e, s);
+            multistatus::settle(any, s, status)
+        }
     }
 }
 

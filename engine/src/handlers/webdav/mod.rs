@@ -15,6 +15,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crate::config::{Config, Folding, WebdavRule};
 use crate::handlers::protected::{Protected, Way};
+use crate::handlers::refusal::errno;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::StaticFiles;
 use crate::handlers::stream::Later;
@@ -177,6 +178,20 @@ fn status_of(e: &io::Error) -> Status {
     }
 }
 
+/// [`status_of`] for a change of `rel` that failed with `e`, its reason
+/// recorded in `s` for the error log (`warn` when the server may not
+/// write there, `error` for a full disk: [`Refusal::level`]).
+fn refused_change(dav: &Dav, rel: &[u8], e: &io::Error, s: &mut Scratch) -> Status {
+    s.refuse_file(Refusal::Change(errno(e)), &in_tree(dav, rel));
+    status_of(e)
+}
+
+/// `rel` (beneath `dav`'s root) as an absolute path, for the log.
+fn in_tree(dav: &Dav, rel: &[u8]) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    [dav.rule.root.as_os_str().as_bytes(), b"/", trim(rel)].concat()
+}
+
 /// An answer with no body (Content-Length: 0).
 pub fn bare(status: Status) -> Plan {
     Plan {
@@ -198,6 +213,13 @@ fn answer_later(
         Body::Static(bytes) => bytes.to_vec(),
         _ => Vec::new(),
     };
+    if let Some(why) = s.why {
+        let file = &s.why_file;
+        // (Its file is absolute: `in_tree`.)
+        let root = std::path::Path::new("/");
+        let text = crate::handlers::refusal::Explained { why, file, root }.to_string();
+        later.note(why.level(), text);
+    }
     later.answer_lines(plan.status, s.headers, body)
 }
 
@@ -243,8 +265,7 @@ pub fn keeps_own(
     rel: &[u8],
     to: &[u8],
 ) -> Option<(Status, Refusal, Vec<u8>)> {
-    use std::os::unix::ffi::OsStrExt;
-    let file = |rel: &[u8]| [dav.rule.root.as_os_str().as_bytes(), b"/", trim(rel)].concat();
+    let file = |rel: &[u8]| in_tree(dav, rel);
     let changes = |rel| Some((Status::FORBIDDEN, Refusal::OwnChange, file(rel)));
     let makes = matches!(method, b"PUT" | b"MKCOL" | b"LOCK");
     match own_way(dav, rel) {
@@ -461,6 +482,7 @@ pub fn put(
     max: u64,
     range: Option<ByteRange>,
     conditions: Option<Conditions>,
+    s: &mut Scratch,
 ) -> Started {
     use std::io::{Seek, SeekFrom};
     let answer = |status| Started::Answer(bare(status));
@@ -488,7 +510,7 @@ pub fn put(
         Ok(m) if m.kind == Kind::Dir => return answer(Status::METHOD_NOT_ALLOWED),
         Ok(m) => (true, m.kind == Kind::File),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => (false, false),
-        Err(e) => return answer(status_of(&e)),
+        Err(e) => return answer(refused_change(dav, rel, &e, s)),
     };
     let staged = dir.stage(0o644).and_then(|(mut file, staged)| {
         // (The body goes to its place: what is before it, a hole until
@@ -515,7 +537,7 @@ pub fn put(
             recheck: None,
             body: Some(Spool::into_file(file)),
         })),
-        Err(e) => answer(status_of(&e)),
+        Err(e) => answer(refused_change(dav, rel, &e, s)),
     }
 }
 
@@ -768,7 +790,7 @@ pub fn end_put(put: Box<Put>, body: Spool, later: Later) {
 
 /// MKCOL of `rel` (RFC 4918 §9.3): 201; 405 when something has the
 /// name; 409 when the parent is missing; 415 with a body.
-pub fn mkcol(dav: &Dav, rel: &[u8], framing: BodyFraming) -> Plan {
+pub fn mkcol(dav: &Dav, rel: &[u8], framing: BodyFraming, s: &mut Scratch) -> Plan {
     if !matches!(framing, BodyFraming::None | BodyFraming::Length(0)) {
         return bare(Status::UNSUPPORTED_MEDIA_TYPE);
     }
@@ -782,7 +804,7 @@ pub fn mkcol(dav: &Dav, rel: &[u8], framing: BodyFraming) -> Plan {
     let sync = |()| if dav.rule.fsync { dir.sync() } else { Ok(()) };
     match dir.mkdir(name).and_then(sync) {
         Ok(()) => bare(CREATED),
-        Err(e) => bare(status_of(&e)),
+        Err(e) => bare(refused_change(dav, rel, &e, s)),
     }
 }
 
@@ -804,11 +826,19 @@ pub fn delete(dav: &Dav, rel: &[u8], depth: Option<&[u8]>, href: &[u8], s: &mut 
     }
     let mut failed = Multistatus::new(&mut s.body);
     let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
+    let mut refused = None;
     let gone = match kind {
         Kind::Dir => remove_tree(&dir, name, &mut at, &mut failed, 0),
-        _ => dir.remove(name, false).is_ok(),
+        _ => dir
+            .remove(name, false)
+            .map_err(|e| refused = Some(e))
+            .is_ok(),
     };
     let any = failed.end();
+    if let Some(e) = refused {
+        let status = refused_change(dav, rel, &e, s);
+        return bare(status);
+    }
     if gone {
         props::follow(dav, rel, None, false);
         if dav.rule.fsync {

@@ -160,6 +160,7 @@ impl Router {
                     max,
                     range,
                     webdav::Conditions::of(req),
+                    s,
                 ) {
                     Started::Answer(plan) => plan,
                     Started::Upload(put) if req.bodiless() => {
