@@ -122,8 +122,9 @@ pub trait PipeReply: fmt::Debug {
     /// read by [`PipeReply::start`] like any other.
     fn is_raw(&self) -> bool;
 
-    /// Reads the head at the start of `output` (all the output so far).
-    fn start(&mut self, output: &[u8]) -> ReplyStart;
+    /// Reads the head at the start of `output` (all the output so far;
+    /// all there will be, when `ended`).
+    fn start(&mut self, output: &[u8], ended: bool) -> ReplyStart;
 
     /// Stops the process at once: its output is not wanted any more.
     fn stop(&mut self);

@@ -380,6 +380,40 @@ fn server_owns_framing_and_cuts_extra_output() {
     stop(server);
 }
 
+/// A document whose output is its head alone needs no Content-Type
+/// (RFC 3875 §6.3.1 asks one of a body): git-http-backend answers a push
+/// it refuses and a repository it does not have so (a Status and cache
+/// fields), which were 502s. A body without one still is, also one that
+/// comes after a pause.
+#[test]
+fn a_document_that_is_its_head_alone_needs_no_content_type() {
+    let b = builder(CGI_BIN);
+    script(
+        &b,
+        "cgi-bin/refused.sh",
+        "#!/bin/sh\nprintf 'Status: 403 Forbidden\\r\\nPragma: no-cache\\r\\n\\r\\n'\n",
+    );
+    script(
+        &b,
+        "cgi-bin/later.sh",
+        "#!/bin/sh\nprintf 'Status: 404\\r\\n\\r\\n'\nsleep 0.2\nprintf 'body'\n",
+    );
+    let server = b.start();
+    let mut c = server.connect();
+    for _ in 0..2 {
+        // (The connection stays open: a well-framed answer.)
+        c.send(b"GET /cgi-bin/refused.sh HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(
+            c.response().masked_head(),
+            head("403 Forbidden", "Pragma: no-cache\r\nContent-Length: 0\r\n")
+        );
+    }
+    let r = server.get("/cgi-bin/later.sh");
+    assert_error(&r, 502, "Bad Gateway", "", Conn::Close);
+    server.wait_stderr_line("invalid response header: CGI document without Content-Type");
+    stop(server);
+}
+
 #[test]
 fn pipelined_cgi_and_static() {
     let b = {

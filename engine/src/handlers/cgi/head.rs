@@ -79,14 +79,17 @@ fn named_by_connection(lines: Lines<'_>, name: &[u8]) -> bool {
 /// bytes; the reason is for the error log. On success the body (if any)
 /// starts at [`CgiHead::head_len`].
 pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static str> {
-    parse_head_in(buf, max, Vec::new)
+    parse_head_in(buf, max, false, Vec::new)
 }
 
-/// As [`parse_head`], the fields passed on written in the buffer `spare`
-/// gives (empty; asked once the block is complete).
+/// As [`parse_head`], `ended` when the output ended at `buf`'s end (a
+/// document with no `Content-Type` is then whole if nothing followed its
+/// head), the fields passed on written in the buffer `spare` gives
+/// (empty; asked once the block is complete).
 pub fn parse_head_in(
     buf: &[u8],
     max: usize,
+    ended: bool,
     spare: impl FnOnce() -> Vec<u8>,
 ) -> Result<Option<CgiHead>, &'static str> {
     let Some(head_len) = head_len(buf, max)? else {
@@ -182,11 +185,20 @@ pub fn parse_head_in(
     if code == 205 {
         content_length = Some(0);
     }
-    // §6.3.1: a document MUST have a Content-Type. A reply that cannot
-    // carry a body, or says it has none, needs none.
+    // §6.3.1: "If an entity body is returned, the script MUST supply a
+    // Content-Type". A reply that cannot carry a body, or says it has
+    // none, needs none; nor does one whose output ends with its head
+    // (git-http-backend's 403 and 404: a Status and cache fields), which
+    // is known once the output ended: until then, more is read.
     let bodiless = code < 200 || code == 204 || code == 304 || content_length == Some(0);
     if kind == CgiReply::Document && !content_type && !bodiless {
-        return Err("CGI document without Content-Type");
+        if buf.len() > head_len {
+            return Err("CGI document without Content-Type");
+        }
+        if !ended {
+            return Ok(None);
+        }
+        content_length = Some(0);
     }
     Ok(Some(CgiHead {
         head_len,

@@ -189,6 +189,28 @@ impl PipeBody {
         }
     }
 
+    /// The head in the output so far (all of it, when `ended`), or
+    /// `None` while it is not complete.
+    fn head(&mut self, ended: bool) -> Option<Gave> {
+        match self.reply.start(&self.head_buf, ended) {
+            ReplyStart::Incomplete => None,
+            ReplyStart::Invalid(why) => {
+                let why = format!("invalid response header: {why}");
+                Some(Gave::Fail(Status::BAD_GATEWAY, why))
+            }
+            ReplyStart::Redirect(target) => Some(Gave::Redirect(target)),
+            ReplyStart::Head(head) => {
+                self.started = true;
+                if head.chunked {
+                    self.dechunk = Unframe::new(BodyFraming::Chunked, self.max_trailers);
+                }
+                self.rest = self.head_buf.split_off(head.len);
+                self.head_buf = Vec::new();
+                Some(Gave::Head(head, None))
+            }
+        }
+    }
+
     /// Closes the input.
     fn close_input(&mut self) {
         self.retire(INPUT);
@@ -233,6 +255,15 @@ impl Produce for PipeBody {
             buf.clear();
             buf.reserve(PIECE);
             match read_into_spare(fd, buf) {
+                // (A head that waited for the output's end, which it
+                // may have been all of: its head then goes first, the end
+                // at the next call.)
+                Ok(0) if !self.started && !self.head_buf.is_empty() => {
+                    return match self.head(true) {
+                        Some(gave) => gave,
+                        None => self.output_done(cx.log),
+                    }
+                }
                 Ok(0) => return self.output_done(cx.log),
                 Ok(_) if self.started => return self.body(buf),
                 Ok(_) if cx.raw_ok && self.reply.is_raw() => {
@@ -243,23 +274,8 @@ impl Produce for PipeBody {
                 Ok(_) => {
                     self.head_buf.extend_from_slice(buf);
                     buf.clear();
-                    match self.reply.start(&self.head_buf) {
-                        ReplyStart::Incomplete => continue,
-                        ReplyStart::Invalid(why) => {
-                            let why = format!("invalid response header: {why}");
-                            return Gave::Fail(Status::BAD_GATEWAY, why);
-                        }
-                        ReplyStart::Redirect(target) => return Gave::Redirect(target),
-                        ReplyStart::Head(head) => {
-                            self.started = true;
-                            if head.chunked {
-                                self.dechunk =
-                                    Unframe::new(BodyFraming::Chunked, self.max_trailers);
-                            }
-                            self.rest = self.head_buf.split_off(head.len);
-                            self.head_buf = Vec::new();
-                            return Gave::Head(head, None);
-                        }
+                    if let Some(gave) = self.head(false) {
+                        return gave;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.ready[OUTPUT] = false,
@@ -396,7 +412,7 @@ mod tests {
             self.raw
         }
 
-        fn start(&mut self, out: &[u8]) -> ReplyStart {
+        fn start(&mut self, out: &[u8], _ended: bool) -> ReplyStart {
             let Some(end) = out.windows(4).position(|w| w == b"\r\n\r\n") else {
                 return ReplyStart::Incomplete;
             };

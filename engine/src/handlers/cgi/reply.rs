@@ -1,10 +1,10 @@
 //! A CGI program's reply protocol as the engine's pipe pump sees it
 //! ([`PipeReply`]): the header block at the start of its output (RFC 3875
-//! §6, parsed by [`parse_head`]) becomes a response head or a local
+//! §6, parsed by [`parse_head_in`]) becomes a response head or a local
 //! redirect; an `nph-` script's output is a whole response already
 //! (RFC 3875 §5).
 
-use super::head::{parse_head, CgiHead, CgiReply as Kind};
+use super::head::{parse_head_in, CgiHead, CgiReply as Kind};
 use super::nph::parse_nph_head;
 use super::process::Process;
 use crate::handlers::pipe::{PipeReply, ReplyHead, ReplyStart};
@@ -35,7 +35,7 @@ impl PipeReply for ScriptReply {
         self.nph
     }
 
-    fn start(&mut self, output: &[u8]) -> ReplyStart {
+    fn start(&mut self, output: &[u8], ended: bool) -> ReplyStart {
         if self.nph {
             return match parse_nph_head(output, self.max_head) {
                 Ok(None) => ReplyStart::Incomplete,
@@ -43,7 +43,7 @@ impl PipeReply for ScriptReply {
                 Err(why) => ReplyStart::Invalid(why),
             };
         }
-        match parse_head(output, self.max_head) {
+        match parse_head_in(output, self.max_head, ended, Vec::new) {
             Ok(None) => ReplyStart::Incomplete,
             Err(why) => ReplyStart::Invalid(why),
             Ok(Some(head)) => match head.kind {

@@ -417,9 +417,9 @@ impl FastcgiBody {
 
     /// STDOUT so far in `head_buf`: the head if complete, none if more is
     /// needed, or its failure.
-    fn read_head(&mut self) -> Option<Gave> {
+    fn read_head(&mut self, ended: bool) -> Option<Gave> {
         let spare = || spare_buffer(&self.opts.keep);
-        let head = match parse_head_in(&self.head_buf, self.opts.max_head, spare) {
+        let head = match parse_head_in(&self.head_buf, self.opts.max_head, ended, spare) {
             Ok(None) => return None,
             Err(why) => return Some(self.broken(format!("invalid answer: {why}"))),
             Ok(Some(head)) => head,
@@ -445,15 +445,28 @@ impl FastcgiBody {
     /// if any); the connection goes back to the pool when the request
     /// went whole and nothing followed the end.
     fn ended(&mut self, buf: &[u8], after: bool) -> Gave {
-        if !self.started {
-            return self.broken("the application ended the request without a complete head".into());
-        }
+        // (A head that waited for the end, which it was all of: a Status
+        // with no body. It goes now, the end at the next call.)
+        let head = match self.started {
+            true => None,
+            false => match self.read_head(true) {
+                Some(head @ Gave::Head(..)) => Some(head),
+                Some(other) => return other,
+                None => {
+                    let why = "the application ended the request without a complete head";
+                    return self.broken(why.into());
+                }
+            },
+        };
         self.finished = true;
         // (Back to the pool at once, free for another request while the
         // client takes what was read.)
         match (&self.opts.keep, self.outbox.done() && !after) {
             (Some(keep), true) => keep.keep(&mut self.sock, Link::Plain),
             _ => self.retire(),
+        }
+        if let Some(head) = head {
+            return head;
         }
         if buf.is_empty() {
             Gave::End
@@ -484,7 +497,7 @@ impl FastcgiBody {
                 Some(Event::Stdout(data)) if self.started => buf.extend_from_slice(data),
                 Some(Event::Stdout(data)) => {
                     self.head_buf.extend_from_slice(data);
-                    gave = self.read_head();
+                    gave = self.read_head(false);
                     if gave.is_some() {
                         break;
                     }

@@ -325,6 +325,31 @@ fn end_request_before_the_end_of_stdout_ends_the_answer() {
 }
 
 #[test]
+fn a_head_with_no_content_type_and_nothing_after_it_is_whole_at_the_end() {
+    let pool = Shared::default();
+    let (m, mut p, mut app) = asked(Some(&pool));
+    let mut out = Vec::new();
+    stdout(&mut out, ID, b"Status: 404 Not Found\r\nX-A: 1\r\n\r\n");
+    end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+    app.write_all(&out).unwrap();
+    assert_eq!(next(&mut p, &m), "head 404 Some(0) \"X-A: 1\\r\\n\"");
+    assert_eq!(next(&mut p, &m), "end");
+    drop(p);
+    assert_eq!(pool.borrow().len(), 1, "the request ended cleanly");
+    // A body without a type is still no answer.
+    let (m, mut p, mut app) = asked(None);
+    let mut out = Vec::new();
+    stdout(&mut out, ID, b"Status: 404\r\n\r\n");
+    stdout(&mut out, ID, b"body");
+    end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+    app.write_all(&out).unwrap();
+    assert_eq!(
+        next(&mut p, &m),
+        "fail 502 invalid answer: CGI document without Content-Type"
+    );
+}
+
+#[test]
 fn bytes_after_the_end_keep_the_connection_out_of_the_pool() {
     let pool = Shared::default();
     let (m, mut p, mut app) = asked(Some(&pool));
