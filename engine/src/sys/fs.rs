@@ -1385,6 +1385,37 @@ mod tests {
     fn names_just_looked_up_resolve_from_the_caches() {
         let (_t, root) = tree("cached");
         let r = Root::open(&root, false).unwrap();
+        // Following a symlink updates its atime where `relatime` asks it
+        // (an atime not after its ctime: a link made in this clock tick,
+        // so one run in ten here), which no lookup from the caches may do
+        // (the kernel leaves RCU walk for it: EAGAIN). A link's atime
+        // after its ctime, as one followed a tick after it was made.
+        for link in ["rel_in", "abs_in"] {
+            use std::os::unix::ffi::OsStringExt;
+            let path = root.join(link).into_os_string().into_vec();
+            let path = std::ffi::CString::new(path).unwrap();
+            let times = [
+                libc::timespec {
+                    tv_sec: 4_000_000_000,
+                    tv_nsec: 0,
+                },
+                libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: libc::UTIME_OMIT,
+                },
+            ];
+            // SAFETY: a NUL-terminated path and two timespecs, as
+            // utimensat(2) reads them.
+            let done = unsafe {
+                libc::utimensat(
+                    libc::AT_FDCWD,
+                    path.as_ptr(),
+                    times.as_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            assert_eq!(done, 0, "{}", std::io::Error::last_os_error());
+        }
         // (An absolute symlink is for the real lookup to follow and judge.)
         for rel in [
             "inside.txt",
