@@ -265,12 +265,11 @@ pub fn keeps_own(
     rel: &[u8],
     to: &[u8],
 ) -> Option<(Status, Refusal, Vec<u8>)> {
-    let file = |rel: &[u8]| in_tree(dav, rel);
-    let changes = |rel| Some((Status::FORBIDDEN, Refusal::OwnChange, file(rel)));
+    let changes = |rel| Some((Status::FORBIDDEN, Refusal::OwnChange, in_tree(dav, rel)));
     let makes = matches!(method, b"PUT" | b"MKCOL" | b"LOCK");
     match own_way(dav, rel) {
         (Way::File, _) if makes => return changes(rel),
-        (Way::File, _) => return Some((Status::NOT_FOUND, Refusal::OwnFile, file(rel))),
+        (Way::File, _) => return Some((Status::NOT_FOUND, Refusal::OwnFile, in_tree(dav, rel))),
         // (A LOCK of a collection there is harmless; of a missing name,
         // it would make a file.)
         (Way::Holder, exists)
