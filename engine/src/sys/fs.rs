@@ -445,6 +445,10 @@ impl Root {
     /// The fallback: one `openat(O_NOFOLLOW)` per component, so neither
     /// `..` (refused here) nor any symlink can lead out of the root.
     fn walk_nofollow(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        // A slash (or `.`) after the last name asks for a directory, as the
+        // kernel's own walk does (ENOTDIR for a file), though the split
+        // below keeps names alone.
+        let dir_wanted = matches!(rel.rsplit(|&b| b == b'/').next(), Some(b"" | b"."));
         let mut parts = rel
             .split(|&b| b == b'/')
             .filter(|p| !p.is_empty() && *p != b".")
@@ -456,19 +460,23 @@ impl Root {
             }
             let at = dir.as_ref().map_or(self.fd.as_raw_fd(), |d| d.as_raw_fd());
             let last = parts.peek().is_none();
-            let f = if last {
+            let f = if last && dir_wanted {
+                flags | libc::O_NOFOLLOW | libc::O_DIRECTORY
+            } else if last {
                 flags | libc::O_NOFOLLOW
             } else {
                 libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
             };
             let fd = openat(at, part, f).map_err(|e| {
                 // ELOOP is what O_NOFOLLOW answers for a symlink at the
-                // end; on the way, O_DIRECTORY answers ENOTDIR for one (a
-                // 403 either way, named as a link not followed in the log).
-                if e.raw_os_error() == Some(libc::ENOTDIR) && !last && is_symlink_at(at, part) {
+                // end; on the way (or before a slash), O_DIRECTORY answers
+                // ENOTDIR for one (a 403 either way, named as a link not
+                // followed in the log); for anything else, ENOTDIR as
+                // openat2 says (a 404).
+                let on_the_way = !last || dir_wanted;
+                if e.raw_os_error() == Some(libc::ENOTDIR) && on_the_way && is_symlink_at(at, part)
+                {
                     io::Error::from_raw_os_error(libc::ELOOP)
-                } else if e.raw_os_error() == Some(libc::ENOTDIR) && !last {
-                    io::Error::from(io::ErrorKind::PermissionDenied)
                 } else {
                     e
                 }
@@ -1507,6 +1515,43 @@ mod tests {
         for rel in ESCAPES {
             assert!(read(&root, rel).is_err(), "{rel}");
         }
+    }
+
+    /// Without `openat2` (Linux before 5.6, and qemu's user mode) the walk
+    /// finds what `openat2` finds, symlinks apart: a file named with a
+    /// slash after it is no directory (it was opened as the file, so
+    /// `/pub.txt/` was served), nor is one on the way.
+    #[test]
+    fn the_fallback_walk_answers_as_openat2_does() {
+        let (_t, path) = tree("walk");
+        let root = Root::open(&path, false).unwrap();
+        let mut fallback = Root::open(&path, false).unwrap();
+        fallback.force_fallback();
+        let found = |r: &Root, rel: &str| match r.stat(rel.as_bytes()) {
+            Ok((_, meta)) => Ok(meta.kind),
+            Err(e) => Err(e.raw_os_error()),
+        };
+        for rel in [
+            "",
+            "inside.txt",
+            "inside.txt/",
+            "inside.txt//",
+            "inside.txt/.",
+            "inside.txt/more",
+            "sub",
+            "sub/",
+            "sub//deep.txt",
+            "sub/deep.txt/",
+            "sub/./deep.txt",
+            "missing",
+            "missing/",
+            "missing/more",
+        ] {
+            assert_eq!(found(&fallback, rel), found(&root, rel), "{rel:?}");
+        }
+        assert_eq!(found(&root, "inside.txt/"), Err(Some(libc::ENOTDIR)));
+        assert!(read(&fallback, "inside.txt/").is_err());
+        assert_eq!(read(&fallback, "sub/deep.txt").unwrap(), b"deep");
     }
 
     #[test]
