@@ -30,6 +30,16 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+// The system layer takes file sizes, offsets and times as 64-bit (glibc's
+// 32-bit ABIs default to 32-bit `off_t`: a file past 2 GiB would fail),
+// and the seccomp filter knows x86_64's and aarch64's calls: a 32-bit
+// target stops here, saying so, rather than at the types it would trip on.
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!(
+    "brisk builds for 64-bit targets only (x86_64, aarch64; \
+     docs/src/install.md, \"Other architectures\"): 32-bit ones (armv7, mips) are not supported yet"
+);
+
 pub mod access;
 #[cfg(feature = "acme")]
 pub mod acme;

@@ -225,11 +225,14 @@ pub const STORAGE: &[libc::c_long] = &[
     libc::SYS_fsync,
     // (A WebDAV COPY's files, copied by the kernel: `webdav::copymove`.)
     libc::SYS_copy_file_range,
+    #[cfg(target_arch = "x86_64")]
     libc::SYS_rename,
     libc::SYS_renameat,
     libc::SYS_renameat2,
+    #[cfg(target_arch = "x86_64")]
     libc::SYS_mkdir,
     libc::SYS_mkdirat,
+    #[cfg(target_arch = "x86_64")]
     libc::SYS_link,
     libc::SYS_linkat,
 ];
@@ -254,6 +257,7 @@ pub const XATTRS: &[libc::c_long] = &[
 /// socket's error with `getsockopt`; read and write timeouts are
 /// `setsockopt`).
 pub const ACME_CA: &[libc::c_long] = &[
+    #[cfg(target_arch = "x86_64")]
     libc::SYS_poll,
     libc::SYS_ppoll,
     libc::SYS_getsockopt,
@@ -300,7 +304,7 @@ mod tests {
             libc::SYS_setuid,
             libc::SYS_mount,
             libc::SYS_kill,
-            libc::SYS_chmod,
+            libc::SYS_fchmodat,
             libc::SYS_connect,
         ] {
             assert!(!PRIVILEGED.contains(&bad), "{bad}");
