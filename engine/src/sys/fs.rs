@@ -481,6 +481,11 @@ impl Root {
                     e
                 }
             })?;
+            // O_PATH with O_NOFOLLOW opens a symlink at the end as itself:
+            // it too is a link not followed (not a special file).
+            if last && flags & libc::O_PATH != 0 && is_symlink_at(fd.as_raw_fd(), b"") {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
             dir = Some(fd);
         }
         match dir {
@@ -619,12 +624,19 @@ pub(super) fn with_cstr<T>(
 }
 
 /// Whether `name` in the directory `dir` is a symlink (an error path only).
+/// Whether `name` in `dir` is a symlink (an empty `name`: whether `dir`
+/// itself is one, opened with `O_PATH | O_NOFOLLOW`).
 fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
     // SAFETY: plain old data written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let empty = if name.is_empty() {
+        libc::AT_EMPTY_PATH
+    } else {
+        0
+    };
     with_cstr(name, |c| {
-        // SAFETY: an open directory, a NUL-terminated name, a valid out-pointer.
-        cvt(unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })
+        // SAFETY: an open descriptor, a NUL-terminated name, a valid out-pointer.
+        cvt(unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW | empty) })
     })
     .is_ok_and(|_| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
 }
@@ -1550,6 +1562,12 @@ mod tests {
             assert_eq!(found(&fallback, rel), found(&root, rel), "{rel:?}");
         }
         assert_eq!(found(&root, "inside.txt/"), Err(Some(libc::ENOTDIR)));
+        // A symlink is one not followed (ELOOP), as a lookup of it says in
+        // the log, not the link itself (a special file, "a FIFO, socket
+        // or device").
+        for link in ["rel_in", "rel_in/", "abs_in", "dir_out/secret.txt"] {
+            assert_eq!(found(&fallback, link), Err(Some(libc::ELOOP)), "{link}");
+        }
         assert!(read(&fallback, "inside.txt/").is_err());
         assert_eq!(read(&fallback, "sub/deep.txt").unwrap(), b"deep");
     }
