@@ -623,9 +623,9 @@ pub(super) fn with_cstr<T>(
     }
 }
 
-/// Whether `name` in the directory `dir` is a symlink (an error path only).
-/// Whether `name` in `dir` is a symlink (an empty `name`: whether `dir`
-/// itself is one, opened with `O_PATH | O_NOFOLLOW`).
+/// Whether `name` in the directory `dir` is a symlink (an empty `name`:
+/// whether `dir` itself is one, opened with `O_PATH | O_NOFOLLOW`). Asked
+/// on error paths and by the walk without `openat2` only.
 fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
     // SAFETY: plain old data written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
