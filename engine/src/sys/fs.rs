@@ -185,6 +185,12 @@ impl Root {
     pub fn stat(&self, rel: &[u8]) -> io::Result<(OwnedFd, Meta)> {
         let fd = self.open_flags(rel, libc::O_PATH)?;
         let meta = fstat(fd.as_raw_fd())?;
+        // The walk without openat2 opens a symlink at the end as itself
+        // (O_PATH | O_NOFOLLOW): a link not followed, not a special file.
+        // (Asked of special files only, so of no file a request is for.)
+        if meta.kind == Kind::Special && is_symlink_at(fd.as_raw_fd(), b"") {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
         Ok((fd, meta))
     }
 
@@ -481,11 +487,6 @@ impl Root {
                     e
                 }
             })?;
-            // O_PATH with O_NOFOLLOW opens a symlink at the end as itself:
-            // it too is a link not followed (not a special file).
-            if last && flags & libc::O_PATH != 0 && is_symlink_at(fd.as_raw_fd(), b"") {
-                return Err(io::Error::from_raw_os_error(libc::ELOOP));
-            }
             dir = Some(fd);
         }
         match dir {
@@ -625,7 +626,7 @@ pub(super) fn with_cstr<T>(
 
 /// Whether `name` in the directory `dir` is a symlink (an empty `name`:
 /// whether `dir` itself is one, opened with `O_PATH | O_NOFOLLOW`). Asked
-/// on error paths and by the walk without `openat2` only.
+/// on error paths and of special files only.
 fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
     // SAFETY: plain old data written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
