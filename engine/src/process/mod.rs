@@ -264,8 +264,8 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     let program = this_program();
     let tls_notes = tls_notes(&cfg);
     sys::memory::one_arena();
-    // Best effort: a kernel without close_range (before 5.11) leaves
-    // inherited descriptors as they were.
+    // Best effort: without /proc on a kernel before 5.11, inherited
+    // descriptors stay as they were.
     let _ = sys::process::cloexec_inherited();
     // As loaded, before a default user is filled in: what a reload's
     // configuration is compared with.

@@ -55,17 +55,24 @@ pub fn nofile_limit() -> u64 {
     }
 }
 
+/// `close_range(2)`'s flag: mark the descriptors close-on-exec instead.
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+
 /// Marks every descriptor above the standard three close-on-exec, so that
 /// none inherited from whoever started brisk reaches a CGI program (where
 /// the C library cannot close them in the child, as musl's cannot).
-/// Linux ≥ 5.11 (`close_range`); older kernels keep them as they were.
 pub fn cloexec_inherited() -> io::Result<()> {
-    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
     close_range(3, libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC)
 }
 
-/// `close_range(2)` (Linux ≥ 5.11): closes descriptors `first..=last`, or
-/// with `CLOSE_RANGE_CLOEXEC` in `flags` marks them close-on-exec.
+/// Closes descriptors `first..=last`, or with `CLOSE_RANGE_CLOEXEC` in
+/// `flags` marks them close-on-exec: `close_range(2)` where the kernel has
+/// it (closing Linux 5.9, marking 5.11), else one call a descriptor, those
+/// open found in /proc/self/fd. (A helper forked without it kept every
+/// listening socket open: after a stop or a reload that dropped an
+/// address, connections were still taken in by the kernel, and never
+/// answered.) Docker's seccomp profile before 20.10 refused the call
+/// (EPERM): the same way then.
 pub(crate) fn close_range(
     first: libc::c_uint,
     last: libc::c_uint,
@@ -75,10 +82,53 @@ pub(crate) fn close_range(
     // choose ranges that hold no descriptor still owned by Rust code that
     // will use it.
     let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
+    match r {
+        0 => Ok(()),
+        _ => close_each(first, last, flags),
+    }
+}
+
+/// [`close_range`] one descriptor at a time.
+fn close_each(first: libc::c_uint, last: libc::c_uint, flags: libc::c_uint) -> io::Result<()> {
+    for fd in open_descriptors() {
+        if fd < first || fd > last {
+            continue;
+        }
+        let fd = fd as libc::c_int;
+        // SAFETY: as above: this process's own descriptors.
+        unsafe {
+            match flags & CLOSE_RANGE_CLOEXEC != 0 {
+                true => {
+                    let was = libc::fcntl(fd, libc::F_GETFD);
+                    if was >= 0 {
+                        libc::fcntl(fd, libc::F_SETFD, was | libc::FD_CLOEXEC);
+                    }
+                }
+                false => {
+                    libc::close(fd);
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// The descriptors open in this process (that of the listing itself
+/// closed again before it returns); without /proc, those open below the
+/// soft limit on descriptors (65,536 at most).
+fn open_descriptors() -> Vec<libc::c_uint> {
+    let mut fds: Vec<libc::c_uint> = match std::fs::read_dir("/proc/self/fd") {
+        Ok(dir) => dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect(),
+        // (The limit read at start: a helper's filter refuses getrlimit.)
+        Err(_) => (0..nofile_limit().min(1 << 16) as libc::c_uint).collect(),
+    };
+    // (The listing's own descriptor, closed by now, is among them: one
+    // not open any more is left alone.)
+    // SAFETY: F_GETFD only asks whether the descriptor is open.
+    fds.retain(|&fd| unsafe { libc::fcntl(fd as libc::c_int, libc::F_GETFD) } >= 0);
+    fds
 }
 
 /// Detaches from the terminal: fork, `setsid`, fork again, standard
@@ -202,4 +252,44 @@ pub fn signal(pid: i32, signal: i32) -> io::Result<()> {
     }
     // SAFETY: kill(2) takes plain integers; `pid` names one process.
     cvt(unsafe { libc::kill(pid, signal) }).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_open(fd: libc::c_int) -> bool {
+        // SAFETY: F_GETFD only asks.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+    }
+
+    /// Without `close_range` (Linux before 5.9, an old Docker profile),
+    /// the descriptors of the range are closed (or marked) one by one,
+    /// and no other.
+    #[test]
+    fn without_close_range_each_descriptor_of_the_range_is_closed_or_marked() {
+        let file = std::fs::File::open("/dev/null").unwrap();
+        // (High numbers, which no other test running beside this one holds.)
+        for fd in 900..904 {
+            // SAFETY: dup2 onto numbers nothing else uses.
+            assert_eq!(unsafe { libc::dup2(file.as_raw_fd(), fd) }, fd);
+        }
+        close_each(900, 902, 0).unwrap();
+        assert!(!is_open(900) && !is_open(901) && !is_open(902));
+        assert!(is_open(903) && is_open(file.as_raw_fd()));
+        // SAFETY: F_GETFD only asks.
+        assert_eq!(
+            unsafe { libc::fcntl(903, libc::F_GETFD) } & libc::FD_CLOEXEC,
+            0
+        );
+        close_each(903, 903, CLOSE_RANGE_CLOEXEC).unwrap();
+        assert!(is_open(903));
+        // SAFETY: as above.
+        assert_ne!(
+            unsafe { libc::fcntl(903, libc::F_GETFD) } & libc::FD_CLOEXEC,
+            0
+        );
+        // SAFETY: 903 is this test's.
+        unsafe { libc::close(903) };
+    }
 }

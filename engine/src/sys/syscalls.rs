@@ -128,8 +128,10 @@ pub const ALLOWED: &[libc::c_long] = &[
     libc::SYS_statfs,
     // and its canonical roots: glibc's realpath(3) checks with
     // access(F_OK) that a directory is there before a `..` goes up from
-    // it (`root = "../site"`: every reload was refused).
+    // it (`root = "../site"`: every reload was refused); and its
+    // fallback where the kernel has no faccessat2 (before 5.8).
     libc::SYS_faccessat2,
+    libc::SYS_faccessat,
     // Compression threads lower their own priority below the event
     // loops' as they start (`handlers::compress::cache`), also when a
     // reload starts them; raising it needs CAP_SYS_NICE, which a server
@@ -159,8 +161,10 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_close,
     // std's check (debug builds) that a descriptor it closes is open,
     libc::SYS_fcntl,
-    // closing what it inherited, right after confining itself,
+    // closing what it inherited, right after confining itself (without
+    // close_range, before Linux 5.9: those /proc/self/fd lists),
     libc::SYS_close_range,
+    libc::SYS_getdents64,
     // log files (as root: a symlink or a file root does not own is
     // refused, and a FIFO not waited on),
     libc::SYS_openat,
