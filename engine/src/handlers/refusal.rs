@@ -124,8 +124,8 @@ impl fmt::Display for Explained<'_> {
                  (static.symlinks_outside_root is false)",
             ),
             Refusal::Lookup(libc::ELOOP) => f.write_str(
-                "a symlink that is not followed (a loop, or no openat2 on this kernel \
-                 so no symlink is followed)",
+                "a symlink that is not followed (links in a loop or more than 40 on the \
+                 way; a WebDAV change follows none)",
             ),
             Refusal::Lookup(n @ (libc::EACCES | libc::EPERM)) => write!(
                 f,

@@ -185,12 +185,6 @@ impl Root {
     pub fn stat(&self, rel: &[u8]) -> io::Result<(OwnedFd, Meta)> {
         let fd = self.open_flags(rel, libc::O_PATH)?;
         let meta = fstat(fd.as_raw_fd())?;
-        // The walk without openat2 opens a symlink at the end as itself
-        // (O_PATH | O_NOFOLLOW): a link not followed, not a special file.
-        // (Asked of special files only, so of no file a request is for.)
-        if meta.kind == Kind::Special && is_symlink_at(fd.as_raw_fd(), b"") {
-            return Err(io::Error::from_raw_os_error(libc::ELOOP));
-        }
         Ok((fd, meta))
     }
 
@@ -428,7 +422,10 @@ impl Root {
                 other => return other,
             }
         }
-        self.walk_nofollow(rel, flags)
+        match links {
+            true => self.walk_beneath(rel, flags),
+            false => self.walk_nofollow(rel, flags),
+        }
     }
 
     /// Opens `rel` following symlinks, then accepts the result only if the
@@ -448,8 +445,96 @@ impl Root {
         }
     }
 
-    /// The fallback: one `openat(O_NOFOLLOW)` per component, so neither
-    /// `..` (refused here) nor any symlink can lead out of the root.
+    /// The fallback for `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`
+    /// (Linux before 5.6): the path walked one name at a time, each opened
+    /// with `O_NOFOLLOW` from the directory before it, the directories on
+    /// the way held open. A symlink met is read (`readlinkat`) and its
+    /// target walked in its place; `..` goes back to the directory held
+    /// before, and is refused at the root (EXDEV, as `openat2` says), so
+    /// nothing the walk opens lies outside it, whatever a link says. An
+    /// absolute target is judged as `openat2`'s EXDEV is (see
+    /// [`Root::open_checked`]); more than 40 links is ELOOP, the kernel's
+    /// own bound.
+    fn walk_beneath(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        const MAX_LINKS: usize = 40;
+        let mut path = std::borrow::Cow::Borrowed(rel);
+        let mut at = 0;
+        let mut dirs: Vec<OwnedFd> = Vec::new();
+        let mut links = 0;
+        if rel.first() == Some(&b'/') {
+            return Err(io::Error::from_raw_os_error(libc::EXDEV));
+        }
+        loop {
+            let here = dirs.last().map_or(self.fd.as_raw_fd(), |d| d.as_raw_fd());
+            // The next name, and what follows it.
+            let rest = &path[at..];
+            let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+            let (name, after) = (&rest[..end], at + end);
+            if name.is_empty() || name == b"." {
+                if after == path.len() {
+                    return openat(here, b".", flags);
+                }
+                at = after + 1;
+                continue;
+            }
+            if name == b".." {
+                if dirs.pop().is_none() {
+                    return Err(io::Error::from_raw_os_error(libc::EXDEV));
+                }
+                at = (after + 1).min(path.len());
+                continue;
+            }
+            // Whether another name follows, and whether a slash (or `.`)
+            // asks for a directory after the last.
+            let tail = &path[after..];
+            let last = tail
+                .split(|&b| b == b'/')
+                .all(|p| p.is_empty() || p == b".");
+            let dir_wanted = !tail.is_empty();
+            let f = match (last, dir_wanted) {
+                (true, false) => flags | libc::O_NOFOLLOW,
+                (true, true) => flags | libc::O_NOFOLLOW | libc::O_DIRECTORY,
+                (false, _) => libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            };
+            let opened = openat(here, name, f).and_then(|fd| {
+                // O_PATH | O_NOFOLLOW opens a symlink at the end as itself.
+                match flags & libc::O_PATH != 0 && last && is_symlink_at(fd.as_raw_fd(), b"") {
+                    true => Err(io::Error::from_raw_os_error(libc::ELOOP)),
+                    false => Ok(fd),
+                }
+            });
+            match opened {
+                Ok(fd) if last => return Ok(fd),
+                Ok(fd) => {
+                    dirs.push(fd);
+                    at = after + 1;
+                    continue;
+                }
+                // A symlink: ELOOP at the end (O_NOFOLLOW), ENOTDIR where
+                // a directory is asked for.
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
+                        && is_symlink_at(here, name) => {}
+                Err(e) => return Err(e),
+            }
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            let target = read_link_at(here, name)?;
+            let mut next = target;
+            next.extend_from_slice(tail);
+            if next.first() == Some(&b'/') {
+                return self.open_checked(&next, flags);
+            }
+            path = std::borrow::Cow::Owned(next);
+            at = 0;
+        }
+    }
+
+    /// The fallback of [`Root::dir`] and [`Root::open_to_change`]: one
+    /// `openat(O_NOFOLLOW)` per component, so neither `..` (refused here)
+    /// nor any symlink can lead out of the root.
     fn walk_nofollow(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
         // A slash (or `.`) after the last name asks for a directory, as the
         // kernel's own walk does (ENOTDIR for a file), though the split
@@ -475,13 +560,11 @@ impl Root {
             };
             let fd = openat(at, part, f).map_err(|e| {
                 // ELOOP is what O_NOFOLLOW answers for a symlink at the
-                // end; on the way (or before a slash), O_DIRECTORY answers
-                // ENOTDIR for one (a 403 either way, named as a link not
-                // followed in the log); for anything else, ENOTDIR as
-                // openat2 says (a 404).
-                let on_the_way = !last || dir_wanted;
-                if e.raw_os_error() == Some(libc::ENOTDIR) && on_the_way && is_symlink_at(at, part)
-                {
+                // end; where a directory is asked for (on the way, before
+                // a slash, or by the caller's O_DIRECTORY), ENOTDIR (a 403
+                // either way, named as a link not followed in the log);
+                // for anything else, ENOTDIR as openat2 says (a 404).
+                if e.raw_os_error() == Some(libc::ENOTDIR) && is_symlink_at(at, part) {
                     io::Error::from_raw_os_error(libc::ELOOP)
                 } else {
                     e
@@ -640,6 +723,26 @@ fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
         cvt(unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW | empty) })
     })
     .is_ok_and(|_| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
+/// What the symlink `name` in `dir` says (ENOENT for an empty one, as
+/// the kernel's walk answers).
+fn read_link_at(dir: RawFd, name: &[u8]) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    let n = with_cstr(name, |c| {
+        // SAFETY: an open descriptor, a NUL-terminated name, and a buffer
+        // of the length passed.
+        let n = unsafe { libc::readlinkat(dir, c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        match n {
+            -1 => Err(io::Error::last_os_error()),
+            n => Ok(n as usize),
+        }
+    })?;
+    if n == 0 {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    }
+    buf.truncate(n);
+    Ok(buf)
 }
 
 fn openat(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
@@ -1523,20 +1626,42 @@ mod tests {
         root.force_fallback();
         assert_eq!(read(&root, "inside.txt").unwrap(), b"in");
         assert_eq!(read(&root, "sub/deep.txt").unwrap(), b"deep");
-        // Without openat2 no symlink is followed at all, not even inside.
-        assert!(read(&root, "rel_in").is_err());
+        // Symlinks that stay beneath the root are followed, as by openat2.
+        assert_eq!(read(&root, "rel_in").unwrap(), b"in");
+        assert_eq!(read(&root, "abs_in").unwrap(), b"in");
         for rel in ESCAPES {
-            assert!(read(&root, rel).is_err(), "{rel}");
+            let err = read(&root, rel).expect_err(rel);
+            assert_eq!(err.raw_os_error(), Some(libc::EXDEV), "{rel}: {err}");
         }
     }
 
     /// Without `openat2` (Linux before 5.6, and qemu's user mode) the walk
-    /// finds what `openat2` finds, symlinks apart: a file named with a
-    /// slash after it is no directory (it was opened as the file, so
-    /// `/pub.txt/` was served), nor is one on the way.
+    /// finds what `openat2` finds: a file named with a slash after it is
+    /// no directory (it was opened as the file, so `/pub.txt/` was
+    /// served), nor is one on the way; symlinks lead where they lead
+    /// beneath the root (none was followed, so a tree of them was 403s),
+    /// and nowhere else.
     #[test]
     fn the_fallback_walk_answers_as_openat2_does() {
         let (_t, path) = tree("walk");
+        std::fs::create_dir_all(path.join("sub/deeper")).unwrap();
+        std::fs::write(path.join("sub/deeper/x.txt"), b"x").unwrap();
+        symlink("sub", path.join("sub_link")).unwrap();
+        symlink("deeper/../deep.txt", path.join("sub/up_and_down")).unwrap();
+        symlink("../inside.txt", path.join("sub/deeper/up")).unwrap();
+        symlink("../../inside.txt", path.join("sub/deeper/up2")).unwrap();
+        symlink("../../../outside", path.join("sub/deeper/out")).unwrap();
+        symlink("sub_link/deeper/", path.join("slash_link")).unwrap();
+        symlink("loop_b", path.join("loop_a")).unwrap();
+        symlink("loop_a", path.join("loop_b")).unwrap();
+        symlink("missing", path.join("dangling")).unwrap();
+        symlink(path.join("sub"), path.join("abs_dir")).unwrap();
+        // A chain of 40 links is followed, one more is ELOOP (the kernel's
+        // bound).
+        for i in 1..=41 {
+            symlink(format!("chain{}", i - 1), path.join(format!("chain{i}"))).unwrap();
+        }
+        std::fs::write(path.join("chain0"), b"end").unwrap();
         let root = Root::open(&path, false).unwrap();
         let mut fallback = Root::open(&path, false).unwrap();
         fallback.force_fallback();
@@ -1559,18 +1684,44 @@ mod tests {
             "missing",
             "missing/",
             "missing/more",
+            "rel_in",
+            "rel_in/",
+            "abs_in",
+            "abs_out",
+            "dir_out/secret.txt",
+            "sub_link",
+            "sub_link/",
+            "sub_link/deep.txt",
+            "sub_link/deeper/x.txt",
+            "sub_link/deeper/up",
+            "sub_link/deeper/up2",
+            "sub_link/deeper/out",
+            "sub_link/deeper/out/secret.txt",
+            "sub/up_and_down",
+            "sub/deeper/up",
+            "sub/deeper/up2",
+            "slash_link",
+            "slash_link/x.txt",
+            "loop_a",
+            "loop_a/x",
+            "dangling",
+            "dangling/",
+            "abs_dir/deep.txt",
+            "abs_dir/../inside.txt",
+            "chain40",
+            "chain41",
         ] {
             assert_eq!(found(&fallback, rel), found(&root, rel), "{rel:?}");
         }
         assert_eq!(found(&root, "inside.txt/"), Err(Some(libc::ENOTDIR)));
-        // A symlink is one not followed (ELOOP), as a lookup of it says in
-        // the log, not the link itself (a special file, "a FIFO, socket
-        // or device").
-        for link in ["rel_in", "rel_in/", "abs_in", "dir_out/secret.txt"] {
-            assert_eq!(found(&fallback, link), Err(Some(libc::ELOOP)), "{link}");
-        }
+        assert_eq!(found(&root, "sub/deeper/up2"), Ok(Kind::File));
+        assert_eq!(found(&root, "sub/deeper/out"), Err(Some(libc::EXDEV)));
+        assert_eq!(found(&root, "chain41"), Err(Some(libc::ELOOP)));
         assert!(read(&fallback, "inside.txt/").is_err());
         assert_eq!(read(&fallback, "sub/deep.txt").unwrap(), b"deep");
+        assert_eq!(read(&fallback, "sub/deeper/up2").unwrap(), b"in");
+        assert_eq!(read(&fallback, "chain40").unwrap(), b"end");
+        assert_eq!(read(&fallback, "slash_link/x.txt").unwrap(), b"x");
     }
 
     #[test]
@@ -1608,16 +1759,10 @@ mod tests {
         assert_eq!(dirs, ["sub", "sub_link"]);
         let files: Vec<_> = listed.into_iter().filter(|e| e.1 == Kind::File).collect();
         assert_eq!(files, [f("abs_in", 2), f("inside.txt", 2), f("rel_in", 2)]);
-        // Without openat2 no symlink is followed: each is the link itself,
-        // a special file (which listings leave out and requests get 403).
+        // Without openat2, the same.
         let mut fallback = Root::open(&path, false).unwrap();
         fallback.force_fallback();
-        let listed: Vec<String> = names(&fallback)
-            .into_iter()
-            .filter(|e| e.1 != Kind::Special)
-            .map(|e| e.0)
-            .collect();
-        assert_eq!(listed, ["inside.txt", "sub"]);
+        assert_eq!(names(&fallback), names(&root));
     }
 
     #[test]
