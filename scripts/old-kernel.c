@@ -7,6 +7,13 @@
    to the old calls, as on such a kernel). The filter stays across execve
    and is inherited by every process the program starts.
 
+   With --eperm first, the calls from close_range (436, Linux 5.9) on
+   fail with EPERM instead, as a container's or a service manager's
+   seccomp profile written before them answers (Docker's default before
+   20.10, a systemd SystemCallFilter list with SystemCallErrorNumber=EPERM);
+   those before it still with ENOSYS (such profiles answer clone3 so, for
+   glibc to fall back).
+
    scripts/test runs the integration suite against brisk through it:
        cc -O2 -o old-kernel scripts/old-kernel.c
        printf '#!/bin/sh\nexec %s %s "$@"\n' "$PWD/old-kernel" "$PWD/target/debug/brisk" > brisk-4.19
@@ -17,19 +24,25 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
+    int eperm = argc > 1 && strcmp(argv[1], "--eperm") == 0;
+    argv += eperm;
+    argc -= eperm;
     if (argc < 2) {
-        fprintf(stderr, "usage: %s PROGRAM [ARGUMENT...]\n", argv[0]);
+        fprintf(stderr, "usage: old-kernel [--eperm] PROGRAM [ARGUMENT...]\n");
         return 2;
     }
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         /* (x32's numbers, with bit 30 set, are left alone.) */
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 424, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 424, 0, 3),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, eperm ? 436 : 0x40000000, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };

@@ -260,6 +260,9 @@ pub struct Builder {
     root_flag: bool,
     /// Environment variables set for brisk (besides the test's).
     env: Vec<(String, String)>,
+    /// A program (and its arguments) that runs brisk, named after them
+    /// with its own arguments: a shim such as scripts/old-kernel.c.
+    through: Vec<String>,
 }
 
 /// How the access log is configured.
@@ -299,6 +302,7 @@ impl Builder {
             run_as: None,
             root_flag: true,
             env: Vec::new(),
+            through: Vec::new(),
         }
     }
 
@@ -384,6 +388,14 @@ impl Builder {
         self
     }
 
+    /// Starts brisk through `program` (with `args` before brisk's path).
+    pub fn through(&mut self, program: &Path, args: &[&str]) -> &mut Self {
+        self.through = std::iter::once(program.display().to_string())
+            .chain(args.iter().map(|a| a.to_string()))
+            .collect();
+        self
+    }
+
     /// Passes no `--listen` flag, so the config file decides (it must
     /// list one address).
     pub fn listen_from_config(&mut self) -> &mut Self {
@@ -458,6 +470,7 @@ impl Builder {
                 self.cwd.as_deref(),
                 self.run_as,
                 &self.env,
+                &self.through,
             ),
             self.stdout.take(),
         );
@@ -683,18 +696,24 @@ pub fn spawn_brisk_with(
     stderr_path: &Path,
     nofile: Option<u64>,
 ) -> (Child, Vec<SocketAddr>) {
-    spawn(args, stderr_path, (nofile, None, None, None, &[]), None)
+    spawn(
+        args,
+        stderr_path,
+        (nofile, None, None, None, &[], &[]),
+        None,
+    )
 }
 
 /// The descriptor limit, how many listening lines to wait for, the
-/// working directory, the user and group, the environment added of
-/// [`spawn`].
+/// working directory, the user and group, the environment added, the
+/// program brisk runs through (if any) of [`spawn`].
 type SpawnOptions<'a> = (
     Option<u64>,
     Option<usize>,
     Option<&'a Path>,
     Option<(u32, u32)>,
     &'a [(String, String)],
+    &'a [String],
 );
 
 /// [`spawn_brisk_with`], with `stdout` instead of the file.
@@ -703,7 +722,7 @@ type SpawnOptions<'a> = (
 fn spawn(
     args: &[String],
     stderr_path: &Path,
-    (nofile, listeners, cwd, run_as, env): SpawnOptions<'_>,
+    (nofile, listeners, cwd, run_as, env, through): SpawnOptions<'_>,
     stdout: Option<Stdio>,
 ) -> (Child, Vec<SocketAddr>) {
     use std::os::unix::process::CommandExt;
@@ -714,7 +733,14 @@ fn spawn(
             Stdio::from(fs::File::create(stdout_path(stderr_path)).expect("create stdout file"))
         }
     };
-    let mut cmd = Command::new(brisk_exe());
+    let mut cmd = match through.split_first() {
+        Some((program, args)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(brisk_exe());
+            cmd
+        }
+        None => Command::new(brisk_exe()),
+    };
     cmd.args(root_args())
         .args(args)
         .stdin(Stdio::null())

@@ -321,3 +321,50 @@ fn symlink_loop_is_refused() {
     }
     assert_eq!(raw_get(&s, b"/pub.txt").body, b"public");
 }
+
+/// `scripts/old-kernel.c` compiled into `dir`: a program that runs
+/// another as on Linux 4.19; `None` (said loudly) without a C compiler.
+fn old_kernel_shim(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/old-kernel.c");
+    let out = dir.join("old-kernel");
+    match std::process::Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .output()
+    {
+        Ok(o) if o.status.success() => Some(out),
+        Ok(o) => panic!("cc failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(_) => {
+            skip("no `cc` on PATH: the seccomp profile that refuses openat2 is not tried");
+            None
+        }
+    }
+}
+
+/// A container's or service manager's seccomp profile written before
+/// `openat2` refuses it with EPERM, not ENOSYS (Docker's default before
+/// 20.10): brisk walks paths itself there, as on a kernel without the
+/// call, symlinks beneath the root followed and none out. Before, every
+/// lookup was refused (403, "Operation not permitted").
+#[test]
+fn where_a_seccomp_profile_refuses_openat2_with_eperm_files_are_served() {
+    let mut b = builder();
+    symlink("../pub.txt", b.root().join("a/link.txt")).unwrap();
+    symlink("../secret.txt", b.root().join("out.txt")).unwrap();
+    let Some(shim) = old_kernel_shim(b.base()) else {
+        return;
+    };
+    b.through(&shim, &["--eperm"]);
+    let s = b.start();
+    assert_eq!(s.get("/pub.txt").body, b"public");
+    assert_eq!(s.get("/a/b.txt").body, b"in a");
+    assert_eq!(s.get("/a/link.txt").body, b"public");
+    let r = s.get("/out.txt");
+    assert_no_secret(&r, "a symlink out of the root");
+    assert_eq!(r.status, 403);
+    let r = raw_get(&s, b"/a/../../secret.txt");
+    assert_no_secret(&r, "dot-dot");
+    assert!(!s.stderr().contains("not permitted"), "{}", s.stderr());
+}

@@ -138,6 +138,7 @@ impl Root {
         })?;
         // SAFETY: `fd` was just opened and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        probe_openat2(fd.as_raw_fd());
         let path = std::fs::canonicalize(path)?;
         Ok(Root {
             fd,
@@ -723,6 +724,29 @@ fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
         cvt(unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW | empty) })
     })
     .is_ok_and(|_| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
+/// Asks once, of the first root opened, whether `openat2` can be used:
+/// not on a kernel before 5.6 (ENOSYS), nor where a seccomp filter older
+/// than the call refuses it with EPERM (the default profile of Docker
+/// before 20.10, a systemd unit's `SystemCallFilter` list from before it
+/// with `SystemCallErrorNumber=EPERM`), which would have made every
+/// lookup a 403: the walk serves then, as without the call.
+fn probe_openat2(dir: RawFd) {
+    static ASKED: std::sync::Once = std::sync::Once::new();
+    ASKED.call_once(|| {
+        let asked = openat2_raw(
+            dir,
+            c".",
+            libc::O_PATH | libc::O_CLOEXEC,
+            libc::RESOLVE_BENEATH,
+        );
+        if let Err(e) = asked {
+            if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+                NO_OPENAT2.store(true, Ordering::Relaxed);
+            }
+        }
+    });
 }
 
 /// What the symlink `name` in `dir` says (ENOENT for an empty one, as
