@@ -183,11 +183,18 @@ fn chroot_serves_from_the_jail() {
     // directory.
     b.config("chroot = \".\"\nuser = \"nobody\"\n");
     let jail = b.base().canonicalize().expect("canonical base");
+    // Absolute symlinks as the jail sees them (it has no /proc to ask
+    // where one leads): one to the root's file is served, one out is not.
+    fs::create_dir(b.root().join("sub")).unwrap();
+    std::os::unix::fs::symlink("/root/index.html", b.root().join("sub/abs.html")).unwrap();
+    std::os::unix::fs::symlink("/brisk.toml", b.root().join("out.toml")).unwrap();
     let s = b.start();
     wait_started(&s);
     let r = s.get("/");
     assert_eq!((r.status, r.body.as_slice()), (200, &b"in the jail"[..]));
     assert_eq!(s.get("/etc/passwd").status, 404);
+    assert_eq!(s.get("/sub/abs.html").body, b"in the jail");
+    assert_eq!(s.get("/out.toml").status, 403);
     let seen = fs::read_link(format!("/proc/{}/root", s.pid())).expect("root link");
     assert_eq!(seen, jail);
     for line in thread_status(s.pid(), "Uid") {

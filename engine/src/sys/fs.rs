@@ -415,10 +415,11 @@ impl Root {
                     NO_OPENAT2.store(true, Ordering::Relaxed)
                 }
                 // RESOLVE_BENEATH answers EXDEV for any absolute symlink,
-                // even one that stays inside the root: follow it, then
-                // check where the descriptor really is.
+                // even one that stays inside the root: the walk follows
+                // one that names the root by its path, and judges any
+                // other by where the descriptor really is.
                 Err(e) if links && e.raw_os_error() == Some(libc::EXDEV) => {
-                    return self.open_checked(rel, flags)
+                    return self.walk_beneath(rel, flags)
                 }
                 other => return other,
             }
@@ -453,9 +454,11 @@ impl Root {
     /// target walked in its place; `..` goes back to the directory held
     /// before, and is refused at the root (EXDEV, as `openat2` says), so
     /// nothing the walk opens lies outside it, whatever a link says. An
-    /// absolute target is judged as `openat2`'s EXDEV is (see
-    /// [`Root::open_checked`]); more than 40 links is ELOOP, the kernel's
-    /// own bound.
+    /// absolute target beneath the root's own path is walked from the
+    /// root (no /proc needed: a chroot jail has none), any other judged
+    /// by [`Root::open_checked`]; more than 40 links is ELOOP, the
+    /// kernel's own bound. (With `openat2`, what it answers EXDEV, an
+    /// absolute link among them, comes here too.)
     fn walk_beneath(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
         const MAX_LINKS: usize = 40;
         let mut path = std::borrow::Cow::Borrowed(rel);
@@ -526,7 +529,17 @@ impl Root {
             let mut next = target;
             next.extend_from_slice(tail);
             if next.first() == Some(&b'/') {
-                return self.open_checked(&next, flags);
+                // An absolute target that names a place beneath the root
+                // by the root's own path is walked from the root; any
+                // other is judged where it really leads (/proc).
+                let root = self.path.as_os_str().as_encoded_bytes();
+                match next.strip_prefix(root) {
+                    Some(rest) if rest.is_empty() || rest[0] == b'/' || root == b"/" => {
+                        next.drain(..root.len());
+                        dirs.clear();
+                    }
+                    _ => return self.open_checked(&next, flags),
+                }
             }
             path = std::borrow::Cow::Owned(next);
             at = 0;
