@@ -850,3 +850,37 @@ fn numeric_user_with_an_entry_takes_its_primary_group() {
     assert_eq!(st.code(), Some(2), "{err}");
     assert!(err.contains("no user named \"4294967295\""), "{err}");
 }
+
+/// A `temp_dir` the serving user cannot write stops the start, the
+/// error naming the line that set it (it said only `temp_dir:`).
+#[test]
+fn a_temp_dir_the_serving_user_cannot_write_is_named_by_its_line() {
+    let (Some(_), true) = (nobody(), is_root()) else {
+        skip("needs root and a nobody user");
+        return;
+    };
+    let dir = TempDir::new("tempdir");
+    let closed = dir.path.join("closed");
+    fs::create_dir_all(dir.path.join("root")).unwrap();
+    fs::create_dir_all(dir.path.join("cgi")).unwrap();
+    fs::create_dir(&closed).unwrap();
+    fs::set_permissions(&closed, fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        format!(
+            "listen = [\"127.0.0.1:0\"]\nroot = \"root\"\nuser = \"nobody\"\ntemp_dir = \"{}\"\n\
+             [[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi\"\n",
+            closed.display()
+        ),
+    )
+    .unwrap();
+    let (status, _, err) = run_brisk(&["--config", cfg.to_str().unwrap()]);
+    assert!(!status.success());
+    let want = format!(
+        "brisk: {}:4: temp_dir: cannot make temporary files in {} as the server runs (for request bodies held for CGI programs): Permission denied (os error 13)",
+        cfg.display(),
+        closed.canonicalize().unwrap().display()
+    );
+    assert!(err.lines().any(|l| l == want), "{err}");
+}

@@ -457,13 +457,14 @@ fn load_command(
             dir.display()
         )))
     })?;
+    let from = origins
+        .temp_dir
+        .as_deref()
+        .unwrap_or("temp_dir (default: $TMPDIR or /tmp)");
+    config.temp_dir_origin = from.to_string();
     if config.holds_bodies() {
         // Used only for request bodies held whole (CGI, FastCGI,
         // `buffer_request`).
-        let from = origins
-            .temp_dir
-            .as_deref()
-            .unwrap_or("temp_dir (default: $TMPDIR or /tmp)");
         config.temp_dir = check_dir(
             &config.temp_dir,
             from,

@@ -54,6 +54,8 @@ pub enum Error {
     Log(LogError),
     /// `temp_dir` cannot hold the request bodies kept for CGI programs.
     TempDir {
+        /// Where it was set (`site.toml:4: temp_dir`).
+        origin: String,
         /// `temp_dir`, as the server sees it.
         dir: PathBuf,
         /// Why.
@@ -194,9 +196,13 @@ impl std::fmt::Display for Error {
                 write!(f, "cannot write pid file {}: {source}", path.display())
             }
             Error::Log(e) => e.fmt(f),
-            Error::TempDir { dir, source } => write!(
+            Error::TempDir {
+                origin,
+                dir,
+                source,
+            } => write!(
                 f,
-                "temp_dir: cannot make temporary files in {} (for request bodies held for CGI programs): {source}",
+                "{origin}: cannot make temporary files in {} as the server runs (for request bodies held for CGI programs): {source}",
                 dir.display()
             ),
             Error::Htpasswd {
@@ -406,8 +412,12 @@ mod tests {
                 "cannot open x".into(),
             ),
             (
-                Error::TempDir { dir: "/tmp/b".into(), source: e() },
-                "temp_dir: cannot make temporary files in /tmp/b (for request bodies held for CGI programs): why".into(),
+                Error::TempDir {
+                    origin: "site.toml:4: temp_dir".into(),
+                    dir: "/tmp/b".into(),
+                    source: e(),
+                },
+                "site.toml:4: temp_dir: cannot make temporary files in /tmp/b as the server runs (for request bodies held for CGI programs): why".into(),
             ),
             (
                 Error::Htpasswd {

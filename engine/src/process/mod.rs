@@ -422,6 +422,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         // it cannot use would otherwise show only on the first large
         // chunked upload.
         spool::probe(&cfg.temp_dir).map_err(|source| Error::TempDir {
+            origin: cfg.temp_dir_origin.clone(),
             dir: cfg.temp_dir.clone(),
             source,
         })?;
@@ -431,10 +432,11 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
             confined.notes.push((
                 Level::Warn,
                 format!(
-                    "temp_dir {}: {e}: answers of [[reverse_proxy]] rules cannot be read ahead \
+                    "{}: {}: {e}: answers of [[reverse_proxy]] rules cannot be read ahead \
                      of slow clients (buffer_answer) and go as each client takes them; set \
                      temp_dir to a directory the server can write to (inside its chroot), or \
                      buffer_answer = false",
+                    cfg.temp_dir_origin,
                     cfg.temp_dir.display()
                 ),
             ));
