@@ -368,3 +368,32 @@ fn where_a_seccomp_profile_refuses_openat2_with_eperm_files_are_served() {
     assert_no_secret(&r, "dot-dot");
     assert!(!s.stderr().contains("not permitted"), "{}", s.stderr());
 }
+
+/// `--check-config` says how paths are confined: by the kernel, or,
+/// where `openat2` is missing or refused, by brisk's own walk.
+#[test]
+fn check_config_says_who_confines_paths() {
+    let b = builder();
+    let Some(shim) = old_kernel_shim(b.base()) else {
+        return;
+    };
+    let root = b.root().display().to_string();
+    for through in [&["--eperm"][..], &[]] {
+        let out = std::process::Command::new(&shim)
+            .args(through)
+            .arg(brisk_exe())
+            .args(root_args())
+            .args(["--root", &root, "--check-config"])
+            .output()
+            .expect("run brisk through the shim");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains("\n  paths: walked by brisk one name at a time beneath each root (openat2 is missing: Linux before 5.6, or a seccomp profile that refuses it)\n"),
+            "{text}"
+        );
+    }
+    let (status, text, _) = run_brisk(&["--root", &root, "--check-config"]);
+    assert!(status.success());
+    assert!(text.contains("\n  paths: "), "{text}");
+}

@@ -1033,6 +1033,13 @@ fn confinement(c: &Config, s: &mut String) {
         }
         None => s.push_str("  Landlock: not offered by this kernel; brisk runs without it\n"),
     }
+    s.push_str(match crate::sys::fs::walks_paths_itself() {
+        false => "  paths: opened beneath each root by the kernel (openat2, RESOLVE_BENEATH)\n",
+        true => {
+            "  paths: walked by brisk one name at a time beneath each root (openat2 is \
+             missing: Linux before 5.6, or a seccomp profile that refuses it)\n"
+        }
+    });
     if sandbox::seccomp_supported() {
         s.push_str("  seccomp: only the system calls brisk makes while serving\n");
     } else {

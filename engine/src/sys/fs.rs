@@ -762,6 +762,16 @@ fn probe_openat2(dir: RawFd) {
     });
 }
 
+/// Whether paths beneath a root are walked by brisk itself rather than
+/// confined by the kernel (`openat2`, see [`probe_openat2`]): what
+/// `--check-config` says.
+pub fn walks_paths_itself() -> bool {
+    if let Ok(root) = File::open("/") {
+        probe_openat2(root.as_raw_fd());
+    }
+    NO_OPENAT2.load(Ordering::Relaxed)
+}
+
 /// What the symlink `name` in `dir` says (ENOENT for an empty one, as
 /// the kernel's walk answers).
 fn read_link_at(dir: RawFd, name: &[u8]) -> io::Result<Vec<u8>> {
