@@ -457,14 +457,13 @@ fn load_command(
             dir.display()
         )))
     })?;
-    let from = origins
-        .temp_dir
-        .as_deref()
-        .unwrap_or("temp_dir (default: $TMPDIR or /tmp)");
-    config.temp_dir_origin = from.to_string();
     if config.holds_bodies() {
         // Used only for request bodies held whole (CGI, FastCGI,
         // `buffer_request`).
+        let from = origins
+            .temp_dir
+            .as_deref()
+            .unwrap_or("temp_dir (default: $TMPDIR or /tmp)");
         config.temp_dir = check_dir(
             &config.temp_dir,
             from,
@@ -498,6 +497,7 @@ fn load_command(
     // The brisk command's handlers are its built-ins (an embedder's
     // server checks its own registry when it starts).
     config.check_handlers(super::BUILT_IN_HANDLERS)?;
+    config.temp_dir_origin = origins.temp_dir.take();
 
     if flags.check {
         // Read at start, before the sandbox (a reload keeps them): the

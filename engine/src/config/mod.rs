@@ -147,9 +147,9 @@ pub struct Config {
     /// default `$TMPDIR` or `/tmp`). Checked only with `[[cgi]]` rules;
     /// then absolute and canonical.
     pub temp_dir: PathBuf,
-    /// Where `temp_dir` was set (`site.toml:4: temp_dir`, or that it is
-    /// the default), for an error found once the server runs.
-    pub temp_dir_origin: String,
+    /// Where `temp_dir` was set (`site.toml:4: temp_dir`; `None`: the
+    /// default), for an error found once the server runs.
+    pub temp_dir_origin: Option<String>,
     /// `[tls]` (and `--tls-cert`/`--tls-key`): HTTPS listeners and their
     /// certificates; `None` without TLS.
     pub tls: Option<TlsConfig>,
@@ -954,7 +954,7 @@ impl Default for Config {
             upgrade: cfg!(feature = "ops"),
             config_file: None,
             temp_dir: std::env::temp_dir(),
-            temp_dir_origin: "temp_dir".to_string(),
+            temp_dir_origin: None,
             tls: None,
             #[cfg(feature = "acme")]
             acme: None,

@@ -54,8 +54,8 @@ pub enum Error {
     Log(LogError),
     /// `temp_dir` cannot hold the request bodies kept for CGI programs.
     TempDir {
-        /// Where it was set (`site.toml:4: temp_dir`).
-        origin: String,
+        /// Where it was set (`site.toml:4: temp_dir`; `None`: the default).
+        origin: Option<String>,
         /// `temp_dir`, as the server sees it.
         dir: PathBuf,
         /// Why.
@@ -158,6 +158,9 @@ pub enum Error {
     WorkerDied,
 }
 
+/// What an error about `temp_dir` names when the configuration set none.
+pub(crate) const DEFAULT_TEMP_DIR: &str = "temp_dir (default: $TMPDIR or /tmp)";
+
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -202,7 +205,8 @@ impl std::fmt::Display for Error {
                 source,
             } => write!(
                 f,
-                "{origin}: cannot make temporary files in {} as the server runs (for request bodies held for CGI programs): {source}",
+                "{}: cannot make temporary files in {} as the server runs (for request bodies held for CGI programs): {source}",
+                origin.as_deref().unwrap_or(DEFAULT_TEMP_DIR),
                 dir.display()
             ),
             Error::Htpasswd {
@@ -413,7 +417,7 @@ mod tests {
             ),
             (
                 Error::TempDir {
-                    origin: "site.toml:4: temp_dir".into(),
+                    origin: Some("site.toml:4: temp_dir".into()),
                     dir: "/tmp/b".into(),
                     source: e(),
                 },

@@ -436,7 +436,9 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
                      of slow clients (buffer_answer) and go as each client takes them; set \
                      temp_dir to a directory the server can write to (inside its chroot), or \
                      buffer_answer = false",
-                    cfg.temp_dir_origin,
+                    cfg.temp_dir_origin
+                        .as_deref()
+                        .unwrap_or(error::DEFAULT_TEMP_DIR),
                     cfg.temp_dir.display()
                 ),
             ));

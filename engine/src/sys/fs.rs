@@ -419,15 +419,12 @@ impl Root {
                 // one that names the root by its path, and judges any
                 // other by where the descriptor really is.
                 Err(e) if links && e.raw_os_error() == Some(libc::EXDEV) => {
-                    return self.walk_beneath(rel, flags)
+                    return self.walk_beneath(rel, flags, true)
                 }
                 other => return other,
             }
         }
-        match links {
-            true => self.walk_beneath(rel, flags),
-            false => self.walk_nofollow(rel, flags),
-        }
+        self.walk_beneath(rel, flags, links)
     }
 
     /// Opens `rel` following symlinks, then accepts the result only if the
@@ -458,13 +455,15 @@ impl Root {
     /// root (no /proc needed: a chroot jail has none), any other judged
     /// by [`Root::open_checked`]; more than 40 links is ELOOP, the
     /// kernel's own bound. (With `openat2`, what it answers EXDEV, an
-    /// absolute link among them, comes here too.)
-    fn walk_beneath(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+    /// absolute link among them, comes here too.) Without `links`, as
+    /// `RESOLVE_NO_SYMLINKS`: any symlink met is ELOOP (what
+    /// [`Root::dir`] and [`Root::open_to_change`] open).
+    fn walk_beneath(&self, rel: &[u8], flags: libc::c_int, links: bool) -> io::Result<OwnedFd> {
         const MAX_LINKS: usize = 40;
         let mut path = std::borrow::Cow::Borrowed(rel);
         let mut at = 0;
         let mut dirs: Vec<OwnedFd> = Vec::new();
-        let mut links = 0;
+        let mut met = 0;
         if rel.first() == Some(&b'/') {
             return Err(io::Error::from_raw_os_error(libc::EXDEV));
         }
@@ -521,8 +520,8 @@ impl Root {
                         && is_symlink_at(here, name) => {}
                 Err(e) => return Err(e),
             }
-            links += 1;
-            if links > MAX_LINKS {
+            met += 1;
+            if !links || met > MAX_LINKS {
                 return Err(io::Error::from_raw_os_error(libc::ELOOP));
             }
             let target = read_link_at(here, name)?;
@@ -543,52 +542,6 @@ impl Root {
             }
             path = std::borrow::Cow::Owned(next);
             at = 0;
-        }
-    }
-
-    /// The fallback of [`Root::dir`] and [`Root::open_to_change`]: one
-    /// `openat(O_NOFOLLOW)` per component, so neither `..` (refused here)
-    /// nor any symlink can lead out of the root.
-    fn walk_nofollow(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-        // A slash (or `.`) after the last name asks for a directory, as the
-        // kernel's own walk does (ENOTDIR for a file), though the split
-        // below keeps names alone.
-        let dir_wanted = matches!(rel.rsplit(|&b| b == b'/').next(), Some(b"" | b"."));
-        let mut parts = rel
-            .split(|&b| b == b'/')
-            .filter(|p| !p.is_empty() && *p != b".")
-            .peekable();
-        let mut dir: Option<OwnedFd> = None;
-        while let Some(part) = parts.next() {
-            if part == b".." {
-                return Err(io::Error::from(io::ErrorKind::PermissionDenied));
-            }
-            let at = dir.as_ref().map_or(self.fd.as_raw_fd(), |d| d.as_raw_fd());
-            let last = parts.peek().is_none();
-            let f = if last && dir_wanted {
-                flags | libc::O_NOFOLLOW | libc::O_DIRECTORY
-            } else if last {
-                flags | libc::O_NOFOLLOW
-            } else {
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
-            };
-            let fd = openat(at, part, f).map_err(|e| {
-                // ELOOP is what O_NOFOLLOW answers for a symlink at the
-                // end; where a directory is asked for (on the way, before
-                // a slash, or by the caller's O_DIRECTORY), ENOTDIR (a 403
-                // either way, named as a link not followed in the log);
-                // for anything else, ENOTDIR as openat2 says (a 404).
-                if e.raw_os_error() == Some(libc::ENOTDIR) && is_symlink_at(at, part) {
-                    io::Error::from_raw_os_error(libc::ELOOP)
-                } else {
-                    e
-                }
-            })?;
-            dir = Some(fd);
-        }
-        match dir {
-            Some(fd) => Ok(fd),
-            None => openat(self.fd.as_raw_fd(), b".", flags),
         }
     }
 }
