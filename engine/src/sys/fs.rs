@@ -3,9 +3,10 @@
 //! Confinement is enforced by the kernel where it can be: `openat2` with
 //! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` (Linux ≥ 5.6) refuses any
 //! resolution — `..`, an absolute symlink, a symlink leading out — that
-//! would leave the root. Where `openat2` is missing, a checked fallback walks
-//! the path one component at a time with `O_NOFOLLOW`, so no symlink is
-//! followed at all.
+//! would leave the root. Where `openat2` is missing (or refused), brisk
+//! walks the path itself one name at a time with `O_NOFOLLOW`, reading each
+//! symlink it meets and walking its target in its place, never above the
+//! root (see [`Root::walk_beneath`]).
 
 use std::ffi::CString;
 use std::fs::File;
