@@ -322,6 +322,18 @@ fn a_collection_that_cannot_all_go_is_a_207_naming_what_stayed() {
          </D:multistatus>\n"
     );
     assert_eq!(names(&dav.join("d")), ["locked"]);
+    // The error log says why (it said nothing: the 207 was the one sign).
+    let why = if root {
+        "Operation not permitted (os error 1)"
+    } else {
+        "Permission denied (os error 13)"
+    };
+    let line = s.wait_stderr_line("webdav: DELETE /dav/d/: ");
+    let want = format!(
+        "[warn] webdav: DELETE /dav/d/: \"{}\": cannot be changed: {why} (file permissions for the user brisk runs as, a read-only mount, or the sandbox)",
+        stuck.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
 }
 
 #[test]

@@ -168,7 +168,7 @@ fn split(rel: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// The status a failed change of the tree answers.
-fn status_of(e: &io::Error) -> Status {
+pub(super) fn status_of(e: &io::Error) -> Status {
     match e.raw_os_error() {
         Some(libc::ENOENT | libc::ENOTDIR) => CONFLICT,
         Some(libc::ENOSPC | libc::EDQUOT) => Status::INSUFFICIENT_STORAGE,
@@ -833,10 +833,19 @@ pub fn delete(dav: &Dav, rel: &[u8], depth: Option<&[u8]>, href: &[u8], s: &mut 
             .map_err(|e| refused = Some(e))
             .is_ok(),
     };
+    let first = failed.first.take();
     let any = failed.end();
     if let Some(e) = refused {
         let status = refused_change(dav, rel, &e, s);
         return bare(status);
+    }
+    // (The 207 names each member that stayed; the log, why the first.)
+    if let Some((member, n)) = first.filter(|_| !gone) {
+        let mut file = in_tree(dav, rel);
+        let base = href.strip_suffix(b"/").unwrap_or(href);
+        let under = member.get(base.len()..).unwrap_or_default();
+        crate::http::form::percent_decode(under, false, &mut file);
+        s.refuse_file(Refusal::Change(n), &file);
     }
     if gone {
         props::follow(dav, rel, None, false);
@@ -861,7 +870,7 @@ pub(super) fn remove_tree(
     let sub = match (depth < MAX_DEPTH).then(|| dir.sub(name)) {
         Some(Ok(sub)) => sub,
         Some(Err(e)) => {
-            failed.status(at, true, status_of(&e));
+            failed.failed(at, true, &e);
             return false;
         }
         None => {
@@ -872,7 +881,7 @@ pub(super) fn remove_tree(
     let entries = match sub.entries() {
         Ok(e) => e,
         Err(e) => {
-            failed.status(at, true, status_of(&e));
+            failed.failed(at, true, &e);
             return false;
         }
     };
@@ -886,7 +895,7 @@ pub(super) fn remove_tree(
             _ => match sub.remove(&child, false) {
                 Ok(()) => true,
                 Err(e) => {
-                    failed.status(at, false, status_of(&e));
+                    failed.failed(at, false, &e);
                     false
                 }
             },
@@ -899,7 +908,7 @@ pub(super) fn remove_tree(
     all && match dir.remove(name, true) {
         Ok(()) => true,
         Err(e) => {
-            failed.status(at, true, status_of(&e));
+            failed.failed(at, true, &e);
             false
         }
     }

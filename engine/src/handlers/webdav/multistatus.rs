@@ -11,6 +11,9 @@ pub const MULTI_STATUS: Status = Status(207);
 pub struct Multistatus<'a> {
     out: &'a mut Vec<u8>,
     responses: usize,
+    /// The first member [`Multistatus::failed`] listed (its href) and its
+    /// errno, for the error log.
+    pub first: Option<(Vec<u8>, i32)>,
 }
 
 impl<'a> Multistatus<'a> {
@@ -20,13 +23,30 @@ impl<'a> Multistatus<'a> {
         out.extend_from_slice(
             b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:multistatus xmlns:D=\"DAV:\">\n",
         );
-        Multistatus { out, responses: 0 }
+        Multistatus {
+            out,
+            responses: 0,
+            first: None,
+        }
     }
 
     /// Goes on with a document whose start is written already (a part
     /// of a streamed one, in `out`).
     pub fn continuing(out: &'a mut Vec<u8>) -> Multistatus<'a> {
-        Multistatus { out, responses: 0 }
+        Multistatus {
+            out,
+            responses: 0,
+            first: None,
+        }
+    }
+
+    /// A `<D:response>` for a member a change failed on, with the status
+    /// `e` makes; the first is kept for the log ([`Multistatus::first`]).
+    pub fn failed(&mut self, href: &[u8], collection: bool, e: &std::io::Error) {
+        if self.first.is_none() {
+            self.first = Some((href.to_vec(), crate::handlers::refusal::errno(e)));
+        }
+        self.status(href, collection, super::status_of(e));
     }
 
     /// A `<D:response>` for `href` (percent-encoded already; a
