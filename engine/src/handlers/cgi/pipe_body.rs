@@ -178,6 +178,13 @@ impl PipeBody {
     /// The program closed its output.
     fn output_done(&mut self, log: &mut Logger) -> Gave {
         self.retire(OUTPUT);
+        // What it wrote to stderr before (a script's last words before
+        // `exit 3`) is in the pipe now, whether or not the loop has seen
+        // it readable yet: read before the answer ends and the pipe with
+        // it (under load the output's end came first, and the reason a
+        // 502 was for was lost).
+        self.ready[DIAGNOSTICS] = true;
+        self.read_diagnostics(log);
         self.log_line(log);
         if self.dechunk.is_short() {
             Gave::Cut("chunked output ended without its last chunk".into())
@@ -601,6 +608,27 @@ mod tests {
         assert_eq!(
             next(&mut p, &m, false),
             "cut chunked output ended without its last chunk"
+        );
+    }
+
+    /// A program that wrote its reason to stderr and exited without a
+    /// head: the reason is logged with the 502, though the loop saw only
+    /// the output's end (the order a loaded machine gives).
+    #[test]
+    fn diagnostics_written_before_the_output_ends_are_logged_with_it() {
+        let m = logs();
+        let (mut p, mut prog) = started(false, false, None);
+        prog.complain(b"noheader: missing settings file\n");
+        prog.output = None;
+        assert_eq!(
+            next(&mut p, &m, false),
+            "fail 502 exited without a complete response header"
+        );
+        let text = errors(m);
+        assert!(
+            text.lines()
+                .any(|l| l.ends_with("cgi /x: noheader: missing settings file")),
+            "{text}"
         );
     }
 
