@@ -376,7 +376,8 @@ impl Manager {
     /// new one else (the CA made first, once, ten years long).
     fn local_step(&mut self, now: u64, log: Log<'_>) {
         let names = self.settings.local.clone();
-        let got = self.local_certificate(&names, now, log);
+        let mut made = None;
+        let got = self.local_certificate(&names, now, &mut made);
         match got {
             Ok((key, not_before, not_after)) => {
                 self.live.set(&names, Some(Arc::clone(&key)));
@@ -386,6 +387,11 @@ impl Manager {
                     not_after,
                     ..NameState::default()
                 };
+                // (Said once it is served: a client told by the log may
+                // connect at once.)
+                if let Some(said) = made {
+                    log(Level::Info, format_args!("{said}"));
+                }
             }
             Err(e) => {
                 let s = &mut self.local;
@@ -407,12 +413,12 @@ impl Manager {
     }
 
     /// The local certificate for `names`: the stored one if it will do,
-    /// else a new one, stored.
+    /// else a new one, stored (and what to log of it in `made`).
     fn local_certificate(
         &mut self,
         names: &[String],
         now: u64,
-        log: Log<'_>,
+        made: &mut Option<String>,
     ) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
         if let Some(stored) = self.store.local_certificate().map_err(|e| e.to_string())? {
             if let Ok((key, nb, na)) = certified(&stored, now) {
@@ -483,15 +489,12 @@ impl Manager {
         if let Some(jail) = &self.settings.jail {
             ca_path = jail.join(ca_path.strip_prefix("/").unwrap_or(&ca_path));
         }
-        log(
-            Level::Info,
-            format_args!(
-                "acme: {}: a certificate from brisk's local CA, valid until {}; trust {} to use it without warnings",
-                names.join(", "),
-                certs::utc(t.not_after),
-                ca_path.display()
-            ),
-        );
+        *made = Some(format!(
+            "acme: {}: a certificate from brisk's local CA, valid until {}; trust {} to use it without warnings",
+            names.join(", "),
+            certs::utc(t.not_after),
+            ca_path.display()
+        ));
         certified(&stored, now)
     }
 
