@@ -370,7 +370,9 @@ fn where_a_seccomp_profile_refuses_openat2_with_eperm_files_are_served() {
 }
 
 /// `--check-config` says how paths are confined: by the kernel, or,
-/// where `openat2` is missing or refused, by brisk's own walk.
+/// where `openat2` is missing or refused, by brisk's own walk. (Its
+/// report is the feature `ops`'s.)
+#[cfg(feature = "ops")]
 #[test]
 fn check_config_says_who_confines_paths() {
     let b = builder();
