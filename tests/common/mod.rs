@@ -1809,3 +1809,31 @@ pub fn open_file_in(pid: u32, dir: &Path) -> Option<fs::Metadata> {
         to.starts_with(dir).then(|| fs::metadata(fd.path()).ok())?
     })
 }
+
+/// Compiles the C file `src` to the program `out` with `cc -O2`; true when
+/// it is there. Where no `cc` is on PATH the test says so loudly (`what`
+/// names what goes untested) and gets false; a compile error fails it.
+pub fn cc(src: &Path, out: &Path, what: &str) -> bool {
+    match Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .output()
+    {
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "cc {} failed: {}",
+                src.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            true
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            skip(&format!("no `cc` on PATH: {what} is not tried"));
+            false
+        }
+        Err(e) => panic!("cannot run cc: {e}"),
+    }
+}

@@ -78,22 +78,7 @@ fn printf_script(b: &Builder, name: &str, out: &str) -> PathBuf {
 fn compile(b: &Builder, rel: &str, source: &str) -> bool {
     let src = b.base().join(format!("{}.c", rel.replace('/', "_")));
     fs::write(&src, source).expect("write C source");
-    let out = b.base().join(rel);
-    match Command::new("cc").arg("-o").arg(&out).arg(&src).output() {
-        Ok(o) => {
-            assert!(
-                o.status.success(),
-                "cc failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            true
-        }
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            skip("no `cc` on PATH: the compiled CGI program is not tested");
-            false
-        }
-        Err(e) => panic!("cannot run cc: {e}"),
-    }
+    cc(&src, &b.base().join(rel), "the compiled CGI program")
 }
 
 /// `path` made canonical (the server reports canonical paths).

@@ -327,20 +327,7 @@ fn symlink_loop_is_refused() {
 fn old_kernel_shim(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/old-kernel.c");
     let out = dir.join("old-kernel");
-    match std::process::Command::new("cc")
-        .arg("-O2")
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .output()
-    {
-        Ok(o) if o.status.success() => Some(out),
-        Ok(o) => panic!("cc failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(_) => {
-            skip("no `cc` on PATH: the seccomp profile that refuses openat2 is not tried");
-            None
-        }
-    }
+    cc(&src, &out, "the seccomp profile that refuses openat2").then_some(out)
 }
 
 /// A container's or service manager's seccomp profile written before
