@@ -185,8 +185,12 @@ impl Root {
     /// Looks up `rel` (a normalised path relative to the root, without a
     /// leading `/`; empty for the root itself) without opening it for I/O.
     pub fn stat(&self, rel: &[u8]) -> io::Result<(OwnedFd, Meta)> {
-        let fd = self.open_flags(rel, libc::O_PATH)?;
-        let meta = fstat(fd.as_raw_fd())?;
+        // (The walk without openat2 has looked at the last name already.)
+        let (fd, seen) = self.open_resolved(rel, libc::O_PATH, true)?;
+        let meta = match seen {
+            Some(meta) => meta,
+            None => fstat(fd.as_raw_fd())?,
+        };
         Ok((fd, meta))
     }
 
@@ -389,21 +393,27 @@ impl Root {
     /// Opens `rel` beneath the root through no symlink
     /// (`RESOLVE_NO_SYMLINKS`; without `openat2`, the no-symlink walk).
     fn open_unlinked(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-        self.open_resolved(rel, flags, false)
+        self.open_resolved(rel, flags, false).map(|(fd, _)| fd)
     }
 
     fn open_flags(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-        self.open_resolved(rel, flags, true)
+        self.open_resolved(rel, flags, true).map(|(fd, _)| fd)
     }
 
     /// Opens `rel` beneath the root, following the symlinks that stay
     /// beneath it if `links` (all of them with `symlinks_outside_root`),
-    /// else none.
-    fn open_resolved(&self, rel: &[u8], flags: libc::c_int, links: bool) -> io::Result<OwnedFd> {
+    /// else none. With what is known of the file opened, if the walk
+    /// without `openat2` had to look (an `O_PATH` open).
+    fn open_resolved(
+        &self,
+        rel: &[u8],
+        flags: libc::c_int,
+        links: bool,
+    ) -> io::Result<(OwnedFd, Option<Meta>)> {
         let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
         let flags = flags | libc::O_CLOEXEC;
         if self.follow_outside && links {
-            return openat(self.fd.as_raw_fd(), rel, flags);
+            return openat(self.fd.as_raw_fd(), rel, flags).map(|fd| (fd, None));
         }
         if !self.force_fallback && !NO_OPENAT2.load(Ordering::Relaxed) {
             let resolve = libc::RESOLVE_BENEATH
@@ -422,7 +432,7 @@ impl Root {
                 Err(e) if links && e.raw_os_error() == Some(libc::EXDEV) => {
                     return self.walk_beneath(rel, flags, true)
                 }
-                other => return other,
+                other => return other.map(|fd| (fd, None)),
             }
         }
         self.walk_beneath(rel, flags, links)
@@ -459,7 +469,14 @@ impl Root {
     /// absolute link among them, comes here too.) Without `links`, as
     /// `RESOLVE_NO_SYMLINKS`: any symlink met is ELOOP (what
     /// [`Root::dir`] and [`Root::open_to_change`] open).
-    fn walk_beneath(&self, rel: &[u8], flags: libc::c_int, links: bool) -> io::Result<OwnedFd> {
+    /// An `O_PATH` open of the last name says what it found (the
+    /// check for a symlink there is an `fstat`).
+    fn walk_beneath(
+        &self,
+        rel: &[u8],
+        flags: libc::c_int,
+        links: bool,
+    ) -> io::Result<(OwnedFd, Option<Meta>)> {
         const MAX_LINKS: usize = 40;
         let mut path = std::borrow::Cow::Borrowed(rel);
         let mut at = 0;
@@ -476,7 +493,7 @@ impl Root {
             let (name, after) = (&rest[..end], at + end);
             if name.is_empty() || name == b"." {
                 if after == path.len() {
-                    return openat(here, b".", flags);
+                    return openat(here, b".", flags).map(|fd| (fd, None));
                 }
                 at = after + 1;
                 continue;
@@ -502,14 +519,17 @@ impl Root {
             };
             let opened = openat(here, name, f).and_then(|fd| {
                 // O_PATH | O_NOFOLLOW opens a symlink at the end as itself.
-                match flags & libc::O_PATH != 0 && last && is_symlink_at(fd.as_raw_fd(), b"") {
-                    true => Err(io::Error::from_raw_os_error(libc::ELOOP)),
-                    false => Ok(fd),
+                if flags & libc::O_PATH == 0 || !last {
+                    return Ok((fd, None));
+                }
+                match lstat_meta(fd.as_raw_fd(), b"")? {
+                    None => Err(io::Error::from_raw_os_error(libc::ELOOP)),
+                    meta => Ok((fd, meta)),
                 }
             });
             match opened {
-                Ok(fd) if last => return Ok(fd),
-                Ok(fd) => {
+                Ok(found) if last => return Ok(found),
+                Ok((fd, _)) => {
                     dirs.push(fd);
                     at = after + 1;
                     continue;
@@ -538,7 +558,7 @@ impl Root {
                         next.drain(..root.len());
                         dirs.clear();
                     }
-                    _ => return self.open_checked(&next, flags),
+                    _ => return self.open_checked(&next, flags).map(|fd| (fd, None)),
                 }
             }
             path = std::borrow::Cow::Owned(next);
@@ -679,6 +699,12 @@ pub(super) fn with_cstr<T>(
 /// whether `dir` itself is one, opened with `O_PATH | O_NOFOLLOW`). Asked
 /// on error paths and of special files only.
 fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
+    matches!(lstat_meta(dir, name), Ok(None))
+}
+
+/// What `name` in `dir` is, not following a symlink (an empty `name`:
+/// `dir` itself): None for a symlink.
+fn lstat_meta(dir: RawFd, name: &[u8]) -> io::Result<Option<Meta>> {
     // SAFETY: plain old data written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let empty = if name.is_empty() {
@@ -689,8 +715,8 @@ fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
     with_cstr(name, |c| {
         // SAFETY: an open descriptor, a NUL-terminated name, a valid out-pointer.
         cvt(unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW | empty) })
-    })
-    .is_ok_and(|_| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+    })?;
+    Ok((st.st_mode & libc::S_IFMT != libc::S_IFLNK).then(|| meta_of(&st)))
 }
 
 /// Asks once, of the first root opened, whether `openat2` can be used:
