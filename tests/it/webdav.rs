@@ -922,6 +922,25 @@ fn a_move_across_filesystems_that_fills_the_disk_loses_nothing() {
     assert_eq!(names(&dav.join("small")), ["existing.txt"]);
     assert_eq!(names(&dav.join("tree")), ["a", "b"]);
     assert_eq!(fs::read(dav.join("tree/b")).unwrap(), &big[..700_000]);
+    // The error log says why, of the member that did not fit (a or b,
+    // whichever was copied second), named where it was to go. (It said
+    // "Invalid cross-device link", the move's own way of stopping.)
+    let why = |method: &str, to: &str| {
+        let line = s.wait_stderr_line(&format!("webdav: {method} /dav/tree/: "));
+        let named = ["a", "b"].map(|m| {
+            format!(
+                "[error] webdav: {method} /dav/tree/: \"{}/small/{to}/{m}\": not copied there: \
+                 No space left on device (os error 28)",
+                dav.display()
+            )
+        });
+        assert!(named.iter().any(|n| line.ends_with(n)), "{line}");
+    };
+    why("MOVE", "tree");
+    // A COPY copied in part keeps what fitted, and says the same.
+    let r = transfer(&s, "COPY", "/dav/tree/", "/dav/small/copy/", "");
+    assert_eq!(r.status, 207, "{}", r.head);
+    why("COPY", "copy");
 }
 
 #[test]

@@ -40,6 +40,11 @@ pub enum Refusal {
     /// copy or a move) the filesystem refused with this errno.
     #[cfg(feature = "webdav")]
     Change(i32),
+    /// A member of a COPY or MOVE (named by where it was to go) that
+    /// could not be copied there: reading it or writing its copy failed
+    /// with this errno.
+    #[cfg(feature = "webdav")]
+    Copy(i32),
 }
 
 impl Refusal {
@@ -61,10 +66,12 @@ impl Refusal {
         match self {
             Refusal::Lookup(libc::EACCES | libc::EPERM) | Refusal::NotRunnable => Level::Warn,
             #[cfg(feature = "webdav")]
-            Refusal::Change(libc::EACCES | libc::EPERM | libc::EROFS) => Level::Warn,
+            Refusal::Change(libc::EACCES | libc::EPERM | libc::EROFS)
+            | Refusal::Copy(libc::EACCES | libc::EPERM | libc::EROFS) => Level::Warn,
             // (A full disk, or what the server cannot tell: 507, 500.)
             #[cfg(feature = "webdav")]
-            Refusal::Change(libc::ENOSPC | libc::EDQUOT | libc::EIO) => Level::Error,
+            Refusal::Change(libc::ENOSPC | libc::EDQUOT | libc::EIO)
+            | Refusal::Copy(libc::ENOSPC | libc::EDQUOT | libc::EIO) => Level::Error,
             Refusal::Lookup(n) if lookup_status(&io::Error::from_raw_os_error(n)).0 >= 500 => {
                 Level::Error
             }
@@ -158,15 +165,19 @@ impl fmt::Display for Explained<'_> {
                  one: WebDAV may not make, replace, move or remove it",
             ),
             #[cfg(feature = "webdav")]
-            Refusal::Change(n @ (libc::EACCES | libc::EPERM | libc::EROFS)) => write!(
-                f,
-                "cannot be changed: {} (file permissions for the user brisk runs as, \
-                 a read-only mount, or the sandbox)",
-                io::Error::from_raw_os_error(n)
-            ),
-            #[cfg(feature = "webdav")]
-            Refusal::Change(n) => {
-                write!(f, "cannot be changed: {}", io::Error::from_raw_os_error(n))
+            Refusal::Change(n) | Refusal::Copy(n) => {
+                let what = match self.why {
+                    Refusal::Copy(_) => "not copied there",
+                    _ => "cannot be changed",
+                };
+                write!(f, "{what}: {}", io::Error::from_raw_os_error(n))?;
+                match n {
+                    libc::EACCES | libc::EPERM | libc::EROFS => f.write_str(
+                        " (file permissions for the user brisk runs as, a read-only mount, \
+                         or the sandbox)",
+                    ),
+                    _ => Ok(()),
+                }
             }
             Refusal::NotRunnable => f.write_str(
                 "a CGI script the user brisk runs as may not run \
@@ -213,6 +224,12 @@ mod tests {
         );
         assert_eq!(Refusal::Change(libc::EACCES).level(), Level::Warn);
         assert_eq!(Refusal::Change(libc::ENOSPC).level(), Level::Error);
+        assert_eq!(
+            text(Refusal::Copy(libc::ENOSPC), b"/srv/dav/b/x"),
+            "\"/srv/dav/b/x\": not copied there: No space left on device (os error 28)"
+        );
+        assert_eq!(Refusal::Copy(libc::EACCES).level(), Level::Warn);
+        assert_eq!(Refusal::Copy(libc::ENOSPC).level(), Level::Error);
         // (A missing parent, a name taken: the client's, 409 and 405.)
         assert_eq!(Refusal::Change(libc::ENOENT).level(), Level::Debug);
         assert_eq!(Refusal::Change(libc::EEXIST).level(), Level::Debug);

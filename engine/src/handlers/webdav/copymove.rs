@@ -10,7 +10,7 @@ use super::multistatus::{self, Multistatus};
 use super::props;
 use super::{bare, existing, parent, split, status_of, trim, Dav, CREATED, MAX_DEPTH};
 use crate::handlers::protected::Protected;
-use crate::handlers::{Plan, Scratch};
+use crate::handlers::{Plan, Refusal, Scratch};
 use crate::http::Status;
 use crate::sys::dir::Dir;
 use crate::sys::fs::{Kind, Meta};
@@ -97,7 +97,13 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
             _ => dest.remove(to_name, false).is_ok(),
         };
         if !gone {
-            return multistatus::settle(failed.end(), s, Status::FORBIDDEN);
+            let first = failed.first.take();
+            let any = failed.end();
+            // (The log says why the first member that stayed did.)
+            if let Some(first) = first {
+                super::log_member(dav, (to, to_href), &first, Refusal::Change, s);
+            }
+            return multistatus::settle(any, s, Status::FORBIDDEN);
         }
     }
     let result = if t.moving {
@@ -143,13 +149,46 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
             let _ = src.sync();
         }
     }
+    let first = failed.first.take();
     let any = failed.end();
     match result {
-        Ok(()) => multistatus::settle(any, s, done),
+        Ok(()) => {
+            if let Some(first) = first {
+                log_first(dav, (from, to, to_href), &first, s);
+            }
+            multistatus::settle(any, s, done)
+        }
         Err(e) => {
             let status = super::refused_change(dav, to, &e, s);
+            // (A move across filesystems stopped part-way: the EXDEV
+            // that says so is no reason.)
+            if let Some(first) = first {
+                log_first(dav, (from, to, to_href), &first, s);
+            }
             multistatus::settle(any, s, status)
         }
+    }
+}
+
+/// Records for the error log why the first member of a tree copied or
+/// moved in part failed: one not copied, named where it was to go, or,
+/// once a move had copied all, one of the source's that could not go.
+fn log_first(
+    dav: &Dav,
+    (from, to, to_href): (&[u8], &[u8], &[u8]),
+    first: &(Vec<u8>, i32),
+    s: &mut Scratch,
+) {
+    let base = to_href.strip_suffix(b"/").unwrap_or(to_href);
+    let copying = first
+        .0
+        .strip_prefix(base)
+        .is_some_and(|r| r.first().is_none_or(|&b| b == b'/'));
+    if copying {
+        super::log_member(dav, (to, to_href), first, Refusal::Copy, s);
+    } else {
+        let href = multistatus::href(trim(&s.path));
+        super::log_member(dav, (from, &href), first, Refusal::Change, s);
     }
 }
 
@@ -362,7 +401,7 @@ fn copy_tree(
     depth: usize,
 ) {
     if let Err(e) = dest.mkdir(to) {
-        failed.status(at, true, status_of(&e));
+        failed.failed(at, true, &e);
         return;
     }
     if let (Ok(from), Ok(into)) = (
@@ -384,7 +423,7 @@ fn copy_tree(
     let entries = match from.entries() {
         Ok(e) => e,
         Err(e) => {
-            failed.status(at, true, status_of(&e));
+            failed.failed(at, true, &e);
             return;
         }
     };
@@ -398,7 +437,7 @@ fn copy_tree(
             Kind::File if how.own.contains(&meta) => {}
             Kind::File => {
                 if let Err(e) = copy_file(&from, &child, (&into, &child, false), how.sync) {
-                    failed.status(at, false, status_of(&e));
+                    failed.failed(at, false, &e);
                 }
             }
             // (A symlink, a FIFO: not copied, said so.)

@@ -840,12 +840,8 @@ pub fn delete(dav: &Dav, rel: &[u8], depth: Option<&[u8]>, href: &[u8], s: &mut 
         return bare(status);
     }
     // (The 207 names each member that stayed; the log, why the first.)
-    if let Some((member, n)) = first.filter(|_| !gone) {
-        let mut file = in_tree(dav, rel);
-        let base = href.strip_suffix(b"/").unwrap_or(href);
-        let under = member.get(base.len()..).unwrap_or_default();
-        crate::http::form::percent_decode(under, false, &mut file);
-        s.refuse_file(Refusal::Change(n), &file);
+    if let Some(first) = first.filter(|_| !gone) {
+        log_member(dav, (rel, href), &first, Refusal::Change, s);
     }
     if gone {
         props::follow(dav, rel, None, false);
@@ -855,6 +851,23 @@ pub fn delete(dav: &Dav, rel: &[u8], depth: Option<&[u8]>, href: &[u8], s: &mut 
         return multistatus::settle(false, s, Status::NO_CONTENT);
     }
     multistatus::settle(any, s, Status::FORBIDDEN)
+}
+
+/// Records for the error log why the first member of a 207 failed
+/// (`first`: its href, beneath `href`, the collection's whose path
+/// relative to the root is `rel`, and its errno), as `why` with its file.
+pub(super) fn log_member(
+    dav: &Dav,
+    (rel, href): (&[u8], &[u8]),
+    (member, n): &(Vec<u8>, i32),
+    why: fn(i32) -> Refusal,
+    s: &mut Scratch,
+) {
+    let mut file = in_tree(dav, rel);
+    let base = href.strip_suffix(b"/").unwrap_or(href);
+    let under = member.get(base.len()..).unwrap_or_default();
+    crate::http::form::percent_decode(under, false, &mut file);
+    s.refuse_file(why(*n), &file);
 }
 
 /// Removes the collection `name` in `dir` and all it holds; `at` is its
