@@ -705,8 +705,9 @@ impl Running {
     /// then is held by code that does not return to its loop (a handler
     /// that never returns), and is left. Returns how many were left (a
     /// process that exits ends them). A handler may call it (its worker
-    /// finishes the handler's answer and exits once the handler returns:
-    /// it is not waited for).
+    /// finishes the handler's answer, lets its copy of the listening
+    /// sockets go and exits once the handler returns: it is not waited
+    /// for).
     pub fn stop(mut self) -> usize {
         self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.
