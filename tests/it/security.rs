@@ -356,6 +356,24 @@ fn where_a_seccomp_profile_refuses_openat2_with_eperm_files_are_served() {
     assert!(!s.stderr().contains("not permitted"), "{}", s.stderr());
 }
 
+/// Under such a profile glibc's realpath refuses a path ending in `/.`
+/// (`root = "."` in a configuration file): it asks `faccessat2` and falls
+/// back only on ENOSYS. brisk resolves the path itself there; before, the
+/// start stopped ("cannot use /srv/www/. as the document root: Operation
+/// not permitted").
+#[cfg(feature = "webdav")]
+#[test]
+fn where_a_seccomp_profile_refuses_faccessat2_a_tree_named_with_a_dot_is_found() {
+    let mut b = builder();
+    let Some(shim) = old_kernel_shim(b.base()) else {
+        return;
+    };
+    b.config("[[webdav]]\npath = \"/dav/\"\nroot = \"root/a/.\"\n");
+    b.through(&shim, &["--eperm"]);
+    let s = b.start();
+    assert_eq!(s.get("/dav/b.txt").body, b"in a");
+}
+
 /// `--check-config` says how paths are confined: by the kernel, or,
 /// where `openat2` is missing or refused, by brisk's own walk. (Its
 /// report is the feature `ops`'s.)

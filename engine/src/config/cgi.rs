@@ -232,7 +232,7 @@ impl Loader<'_> {
         path: &Path,
         role: &str,
     ) -> Result<PathBuf, ConfigError> {
-        let canonical = path.canonicalize().map_err(|e| {
+        let canonical = crate::sys::fs::canonical(path).map_err(|e| {
             self.fail(
                 value,
                 full,

@@ -652,7 +652,7 @@ fn check_dir(dir: &Path, from: &str, role: &str) -> Result<PathBuf, ConfigError>
     // same directory named without it.
     let dir: PathBuf = dir.components().collect();
     let dir = dir.as_path();
-    let canonical = dir.canonicalize().map_err(|e| {
+    let canonical = crate::sys::fs::canonical(dir).map_err(|e| {
         error(format!(
             "{from}: cannot use {} as {role}: {e}",
             dir.display()

@@ -234,7 +234,7 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
         return Ok(());
     };
     let from = origins.chroot.as_deref().unwrap_or("chroot");
-    let jail = jail.canonicalize().map_err(|e| {
+    let jail = crate::sys::fs::canonical(jail).map_err(|e| {
         error(format!(
             "{from}: cannot use {} as the chroot directory: {e}",
             jail.display()
@@ -286,7 +286,7 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
                 paths.push(("writable", w));
             }
             for (key, path) in paths {
-                let real = path.canonicalize().map_err(|e| {
+                let real = crate::sys::fs::canonical(path).map_err(|e| {
                     error(format!(
                         "{}: cannot use {}: {e}",
                         origin(key),
@@ -307,9 +307,7 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
                 .get(i)
                 .cloned()
                 .unwrap_or_else(|| format!("{prefix}webdav[{}].root", i + 1));
-            let real = rule
-                .root
-                .canonicalize()
+            let real = crate::sys::fs::canonical(&rule.root)
                 .map_err(|e| error(format!("{what}: cannot use {}: {e}", rule.root.display())))?;
             if !real.starts_with(&jail) {
                 return Err(outside(&what, &real));
@@ -350,7 +348,7 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
         }
         for (i, rule) in site.auth.iter_mut().enumerate() {
             let what = format!("{prefix}auth[{}].htpasswd", i + 1);
-            let real = rule.htpasswd.canonicalize().map_err(|e| {
+            let real = crate::sys::fs::canonical(&rule.htpasswd).map_err(|e| {
                 error(format!(
                     "{what}: cannot use {}: {e}",
                     rule.htpasswd.display()

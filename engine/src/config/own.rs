@@ -290,10 +290,10 @@ impl Config {
 /// `file`'s canonical path; for a file not made yet, its directory's
 /// canonical path and its name.
 fn canonical(file: &Path) -> Option<PathBuf> {
-    if let Ok(p) = std::fs::canonicalize(file) {
+    if let Ok(p) = crate::sys::fs::canonical(file) {
         return Some(p);
     }
-    let dir = std::fs::canonicalize(file.parent()?).ok()?;
+    let dir = crate::sys::fs::canonical(file.parent()?).ok()?;
     Some(dir.join(file.file_name()?))
 }
 
@@ -303,7 +303,7 @@ fn beneath_existing(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut at = path;
     loop {
-        if let Ok(real) = std::fs::canonicalize(at) {
+        if let Ok(real) = crate::sys::fs::canonical(at) {
             return rest.iter().rev().fold(real, |p, c| p.join(c));
         }
         match (at.parent(), at.file_name()) {

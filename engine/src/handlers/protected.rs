@@ -102,7 +102,7 @@ impl Protected {
         let (mut ways, mut holders) = (Vec::new(), Vec::new());
         #[cfg(feature = "webdav")]
         for (file, _) in cfg.own_files_with(servlet_sources) {
-            let real = std::fs::canonicalize(&file).ok();
+            let real = crate::sys::fs::canonical(&file).ok();
             for path in std::iter::once(file.as_path()).chain(real.as_deref()) {
                 steps(path, &mut ways, &mut holders);
             }

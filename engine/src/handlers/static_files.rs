@@ -1455,13 +1455,13 @@ pub(super) fn remove_field(lines: &mut Vec<u8>, from: usize, name: &str) {
 /// relative and without a leading `/`.
 fn own_names_beneath(cfg: &Config, tree: &std::path::Path) -> Box<[Box<[u8]>]> {
     use std::os::unix::ffi::OsStrExt as _;
-    let tree = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.to_path_buf());
+    let tree = crate::sys::fs::canonical(tree).unwrap_or_else(|_| tree.to_path_buf());
     let mut names: Vec<Box<[u8]>> = Vec::new();
     for (file, _) in cfg.own_files_with(false) {
         let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
             continue;
         };
-        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let dir = crate::sys::fs::canonical(dir).unwrap_or_else(|_| dir.to_path_buf());
         if let Ok(rel) = dir.join(name).strip_prefix(&tree) {
             names.push(rel.as_os_str().as_bytes().into());
         }

@@ -786,7 +786,7 @@ fn roots_moved(
             continue;
         };
         // (Gone for a moment, as `ln -sfn` leaves it: looked at again.)
-        let Ok(now) = std::fs::canonicalize(link) else {
+        let Ok(now) = crate::sys::fs::canonical(link) else {
             continue;
         };
         let said = seen.iter().position(|(l, _)| l == link);

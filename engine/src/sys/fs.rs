@@ -140,7 +140,7 @@ impl Root {
         // SAFETY: `fd` was just opened and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         probe_openat2(fd.as_raw_fd());
-        let path = std::fs::canonicalize(path)?;
+        let path = canonical(path)?;
         Ok(Root {
             fd,
             #[cfg(feature = "cold-lookups")]
@@ -1342,15 +1342,18 @@ pub fn cannot_write_dir(dir: &Path, who: Option<(u32, u32)>) -> Option<String> {
     use std::os::unix::fs::MetadataExt as _;
     let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
     let Some((uid, gid)) = who else {
+        let mode = libc::W_OK | libc::X_OK;
         // SAFETY: a NUL-terminated path; no pointer is kept.
-        let r = unsafe {
-            libc::faccessat(
-                libc::AT_FDCWD,
-                c.as_ptr(),
-                libc::W_OK | libc::X_OK,
-                libc::AT_EACCESS,
-            )
-        };
+        let mut r = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, libc::AT_EACCESS) };
+        if r == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
+            // glibc asks faccessat2 (Linux 5.8), and falls back only on
+            // ENOSYS: a seccomp profile older than the call refuses it
+            // with EPERM. The call before it answers for the real ids,
+            // which are brisk's own (it is no set-user-ID program).
+            // SAFETY: as above.
+            r = unsafe { libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, c.as_ptr(), mode) }
+                as i32;
+        }
         return (r == -1).then(|| io::Error::last_os_error().to_string());
     };
     let meta = match std::fs::metadata(dir) {
@@ -1397,6 +1400,73 @@ pub fn cannot_write_dir(dir: &Path, who: Option<(u32, u32)>) -> Option<String> {
         (false, true) => None,
         (false, false) => Some(format!("permission denied ({owned})")),
     }
+}
+
+/// `path` made absolute with every symlink, `.` and `..` resolved, as
+/// `realpath(3)` (`std::fs::canonicalize`) makes it, which the rest of
+/// brisk calls through here. Where a seccomp profile written before
+/// Linux 5.8 refuses `faccessat2` with EPERM (Docker's default before
+/// 20.10, a systemd `SystemCallFilter=` list with
+/// `SystemCallErrorNumber=EPERM`), glibc's realpath fails for a path
+/// ending in `/.` (it asks faccessat2, and falls back to faccessat only
+/// on ENOSYS): there the path is resolved here, one name at a time.
+#[allow(clippy::disallowed_methods)]
+pub fn canonical(path: &Path) -> io::Result<PathBuf> {
+    match std::fs::canonicalize(path) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => resolve(path),
+        done => done,
+    }
+}
+
+/// [`canonical`]'s own walk: names taken from the front of what is left,
+/// a symlink's target put in its place (more than 40 links: ELOOP, as
+/// the kernel), `..` back one name (never above `/`).
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut out = match path.is_absolute() {
+        true => PathBuf::from("/"),
+        false => std::env::current_dir()?,
+    };
+    let mut left: Vec<u8> = path.as_os_str().as_bytes().to_vec();
+    let mut links = 0;
+    // (Whether `out` is a directory: `.` or `..` after a file is ENOTDIR.)
+    let mut dir = true;
+    while !left.is_empty() {
+        let end = left.iter().position(|&b| b == b'/').unwrap_or(left.len());
+        let name: Vec<u8> = left.drain(..end).collect();
+        if !left.is_empty() {
+            left.remove(0);
+        }
+        match &name[..] {
+            b"" => continue,
+            b"." | b".." if !dir => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+            b"." => continue,
+            b".." => {
+                out.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let next = out.join(std::ffi::OsStr::from_bytes(&name));
+        let kind = std::fs::symlink_metadata(&next)?.file_type();
+        if !kind.is_symlink() {
+            dir = kind.is_dir();
+            out = next;
+            continue;
+        }
+        links += 1;
+        if links > 40 {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        let mut target = std::fs::read_link(&next)?.into_os_string().into_vec();
+        if target.first() == Some(&b'/') {
+            out = PathBuf::from("/");
+        }
+        target.push(b'/');
+        target.extend_from_slice(&left);
+        left = target;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -1665,6 +1735,72 @@ mod tests {
             let err = read(&root, rel).expect_err(rel);
             assert_eq!(err.raw_os_error(), Some(libc::EXDEV), "{rel}: {err}");
         }
+    }
+
+    /// [`canonical`]'s own walk (where realpath is refused) resolves each
+    /// path as realpath does: symlinks relative and absolute, `..` after
+    /// a link (from where it led), `/.` at the end, loops and what is
+    /// missing with realpath's errno.
+    #[test]
+    #[allow(clippy::disallowed_methods)]
+    fn paths_are_resolved_as_realpath_resolves_them() {
+        let (_t, root) = tree("resolve");
+        let base = root.parent().unwrap().to_path_buf();
+        symlink("sub", root.join("sub_link")).unwrap();
+        symlink(root.join("sub"), root.join("abs_sub")).unwrap();
+        symlink("loop_b", root.join("loop_a")).unwrap();
+        symlink("loop_a", root.join("loop_b")).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let relative = pathdiff(&root, &cwd);
+        for rel in [
+            "",
+            ".",
+            "/.",
+            "inside.txt",
+            "sub/.",
+            "sub/..",
+            "sub/../.",
+            "sub_link/deep.txt",
+            "sub_link/..",
+            "sub_link/../inside.txt",
+            "abs_sub/./deep.txt",
+            "abs_sub/..",
+            "rel_out",
+            "dir_out/.",
+            "dir_out/../root/.",
+            "passwd",
+            "//sub//deep.txt/",
+            "missing",
+            "missing/.",
+            "loop_a",
+            "loop_a/.",
+            "inside.txt/.",
+            "sub_link/../../..",
+        ] {
+            for path in [root.join(rel), relative.join(rel)] {
+                let want = std::fs::canonicalize(&path).map_err(|e| e.raw_os_error());
+                let got = resolve(&path).map_err(|e| e.raw_os_error());
+                assert_eq!(got, want, "{}", path.display());
+            }
+        }
+        assert_eq!(resolve(Path::new("/")).unwrap(), Path::new("/"));
+        assert_eq!(
+            resolve(&base.join("root/.")).unwrap(),
+            std::fs::canonicalize(&root).unwrap()
+        );
+    }
+
+    /// `to` relative to `from` (both absolute): `../..` up to where they
+    /// part, then down.
+    fn pathdiff(to: &Path, from: &Path) -> PathBuf {
+        let (to, from): (Vec<_>, Vec<_>) = (to.components().collect(), from.components().collect());
+        let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+        let mut out = PathBuf::new();
+        for _ in common..from.len() {
+            out.push("..");
+        }
+        to[common..].iter().for_each(|c| out.push(c));
+        out
     }
 
     /// Without `openat2` (Linux before 5.6, and qemu's user mode) the walk

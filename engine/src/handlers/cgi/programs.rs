@@ -21,7 +21,7 @@ pub struct Programs {
 impl Programs {
     /// The programs `rules` make of the files under `root`.
     pub fn new(rules: &[CgiRule], root: &Path) -> io::Result<Programs> {
-        let root = std::fs::canonicalize(root)?;
+        let root = crate::sys::fs::canonical(root)?;
         let mut programs = Programs::default();
         for rule in rules {
             match &rule.target {

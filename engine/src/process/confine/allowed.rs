@@ -46,7 +46,7 @@ impl Allowed {
             return Vec::new();
         };
         let covered = |rule: &Rule| {
-            let Ok(path) = rule.path.canonicalize() else {
+            let Ok(path) = crate::sys::fs::canonical(&rule.path) else {
                 // A path that went away is found missing by what opens it.
                 return true;
             };

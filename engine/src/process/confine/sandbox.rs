@@ -330,7 +330,7 @@ pub(super) fn tls_rules(files: &[(PathBuf, String)]) -> Vec<Rule> {
         let dirs = [
             (file.parent().map(Path::to_path_buf), "its directory"),
             (
-                file.canonicalize()
+                crate::sys::fs::canonical(file)
                     .ok()
                     .and_then(|t| t.parent().map(Path::to_path_buf)),
                 "the directory it links to",
@@ -624,7 +624,7 @@ impl Plan {
         let files = rules
             .iter()
             .map(|(r, p)| {
-                let path = r.path.canonicalize().unwrap_or_else(|_| r.path.clone());
+                let path = crate::sys::fs::canonical(&r.path).unwrap_or_else(|_| r.path.clone());
                 (path, p.is_dir(), effective(*abi, p.is_dir(), r.rights))
             })
             .collect();
