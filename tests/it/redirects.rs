@@ -273,6 +273,22 @@ fn redirect_http_sends_plain_requests_to_the_https_port() {
             &format!("https://a.test:{port}/a%20b/page.txt?x=1&y")
         )
     );
+    // A request that names no host (HTTP/1.0 may send none; HTTP/1.1 an
+    // empty one) is sent to the address it came to: not to
+    // `https://:PORT/`, which names no host (RFC 9110 §4.2.2).
+    for head in [
+        &b"GET /page.txt HTTP/1.0\r\n\r\n"[..],
+        b"GET /page.txt HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n",
+    ] {
+        let mut c = Client::connect(*plain);
+        c.send(head);
+        let r = c.response();
+        assert_eq!(r.status, 308, "{}", r.head);
+        assert_eq!(
+            r.header("Location"),
+            Some(format!("https://127.0.0.1:{port}/page.txt").as_str())
+        );
+    }
     let mut c = s.connect_tls_to(format!("127.0.0.1:{port}").parse().unwrap());
     c.send(b"GET /page.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
     let r = c.response();

@@ -33,9 +33,13 @@ pub struct Context<'a> {
     pub scheme: Scheme,
     /// The port of the first `[tls] listen` address, if any (`$https_port`).
     pub https_port: Option<u16>,
-    /// The port the client connected to (`$port`), asked only when a
-    /// target names it (it costs a system call).
-    pub port: &'a dyn Fn() -> u16,
+    /// The address the client connected to (`$port`; `$host` of a
+    /// request that names none), asked only when a target needs it (it
+    /// costs a system call).
+    pub local: &'a dyn Fn() -> std::net::SocketAddr,
+    /// The site's `hosts`: the first name is `$host` of a request that
+    /// names none.
+    pub hosts: &'a [String],
 }
 
 /// Applies `rules` to `req`: rewrites it in place, or writes a
@@ -142,7 +146,9 @@ fn expand(to: &Target, caps: &Captures, req: &OwnedRequest, cx: Context<'_>, out
             }
             Piece::Uri => encode(path, in_query, out),
             Piece::Host => {
-                let host = host_name(req.host().unwrap_or_default());
+                let mut buf = [0; 54];
+                let host = crate::http::host_or(req.host(), cx.hosts, cx.local, 0, &mut buf);
+                let host = host_name(host);
                 for &b in host {
                     out.push(b.to_ascii_lowercase());
                 }
@@ -160,7 +166,7 @@ fn expand(to: &Target, caps: &Captures, req: &OwnedRequest, cx: Context<'_>, out
             Piece::Scheme => out.extend_from_slice(cx.scheme.as_str().as_bytes()),
             // (The query as sent: it was valid in the request target.)
             Piece::Query => out.extend_from_slice(query.unwrap_or_default()),
-            Piece::Port => out.extend_from_slice((cx.port)().to_string().as_bytes()),
+            Piece::Port => crate::http::push_u64(out, (cx.local)().port().into()),
             Piece::HttpsPort => match cx.https_port {
                 Some(443) | None => {}
                 Some(port) => out.extend_from_slice(format!(":{port}").as_bytes()),

@@ -183,6 +183,50 @@ pub fn ip_text(ip: std::net::IpAddr, buf: &mut [u8; 45]) -> &[u8] {
     }
 }
 
+/// The host a request is for: its `Host` (HTTP/2's `:authority`),
+/// `given`, unless that is missing or empty (HTTP/1.0 may send none);
+/// then the first of the site's `names` that is a name (not `*.`), else
+/// the address the client connected to (`local`), with its port unless
+/// it is `default_port`, written in `buf`. `$host`, the proxy's `Host`
+/// and `X-Forwarded-Host` say it, never an empty host (RFC 9110 §4.2.2:
+/// an `https` URI has one); nginx's `$host` falls back to its
+/// `server_name` alike.
+pub fn host_or<'a>(
+    given: Option<&'a [u8]>,
+    names: &'a [String],
+    local: &dyn Fn() -> std::net::SocketAddr,
+    default_port: u16,
+    buf: &'a mut [u8; 54],
+) -> &'a [u8] {
+    if let Some(host) = given.filter(|h| !h.is_empty()) {
+        return host;
+    }
+    if let Some(name) = names.iter().find(|n| !n.starts_with("*.")) {
+        return name.as_bytes();
+    }
+    let local = local();
+    let mut text = [0; 45];
+    let ip = ip_text(local.ip(), &mut text);
+    let v6 = local.ip().to_canonical().is_ipv6();
+    let mut len = 0;
+    let mut put = |bytes: &[u8]| {
+        buf[len..len + bytes.len()].copy_from_slice(bytes);
+        len += bytes.len();
+    };
+    if v6 {
+        put(b"[");
+    }
+    put(ip);
+    if v6 {
+        put(b"]");
+    }
+    if local.port() != default_port {
+        put(b":");
+        put(u64_digits(local.port().into(), &mut [0; 20]));
+    }
+    &buf[..len]
+}
+
 /// Appends the decimal digits of `n` (no allocation, no formatting machinery).
 pub fn push_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(u64_digits(n, &mut [0; 20]));
@@ -209,6 +253,7 @@ pub fn digits_before(buf: &mut [u8], end: usize, mut n: u64, min: usize) -> usiz
 
 #[cfg(test)]
 mod tests {
+    use super::host_or;
     use std::net::Ipv4Addr;
 
     /// Every octet's digits as the standard library writes them.
@@ -223,6 +268,32 @@ mod tests {
         }
         let widest = Ipv4Addr::new(255, 255, 255, 255);
         assert_eq!(super::ipv4_text(widest, &mut [0; 15]), b"255.255.255.255");
+    }
+
+    /// A request that names no host is for the site's first name, else
+    /// the address it came to (its port unless the scheme's own).
+    #[test]
+    fn a_request_without_a_host_is_for_the_site_or_the_address() {
+        let v4: std::net::SocketAddr = "192.0.2.7:8080".parse().unwrap();
+        let v6: std::net::SocketAddr = "[2001:db8::1]:443".parse().unwrap();
+        let names = ["*.example.org".to_string(), "www.example.org".to_string()];
+        let host = |given: Option<&[u8]>, names: &[String], at, port| {
+            let mut buf = [0; 54];
+            String::from_utf8(host_or(given, names, &|| at, port, &mut buf).to_vec()).unwrap()
+        };
+        assert_eq!(host(Some(b"h:1"), &names, v4, 80), "h:1");
+        assert_eq!(host(Some(b""), &names, v4, 80), "www.example.org");
+        assert_eq!(host(None, &names[..1], v4, 80), "192.0.2.7:8080");
+        assert_eq!(host(None, &[], v4, 8080), "192.0.2.7");
+        assert_eq!(host(None, &[], v6, 443), "[2001:db8::1]");
+        assert_eq!(host(None, &[], v6, 80), "[2001:db8::1]:443");
+        let widest: std::net::SocketAddr = "[1111:2222:3333:4444:5555:6666:7777:8888]:65535"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            host(None, &[], widest, 80),
+            "[1111:2222:3333:4444:5555:6666:7777:8888]:65535"
+        );
     }
 
     /// IPv6 addresses as the standard library writes them, a mapped IPv4

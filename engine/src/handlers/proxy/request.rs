@@ -45,6 +45,9 @@ pub struct Forward<'a> {
     pub target: &'a [u8],
     /// The `Host` to send: the client's by default, or the upstream's.
     pub host: &'a [u8],
+    /// The host the client asked for (`X-Forwarded-Host`, `Forwarded`'s
+    /// `host=`): see `http::host_or`.
+    pub client_host: &'a [u8],
     /// The client, as brisk (or proxies it trusts) saw it.
     pub client: SocketAddr,
     /// The client spoke HTTPS (to brisk, or to the trusted proxy).
@@ -231,7 +234,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
         out.extend_from_slice(b"\r\n");
     }
     let proto: &[u8] = if f.https { b"https" } else { b"http" };
-    let client_host = req.host().unwrap_or(f.host);
+    let client_host = f.client_host;
     // A field of brisk's own that the rule sets (its value replaces
     // brisk's, below) or removes is not written: one field, never two
     // that disagree (an application that reads the first

@@ -23,6 +23,7 @@ fn forward<'a>(req: &'a OwnedRequest, client: &str) -> Forward<'a> {
     Forward {
         target: req.target(),
         host: req.host().unwrap(),
+        client_host: req.host().unwrap(),
         client: client.parse::<SocketAddr>().unwrap(),
         https: false,
         trusted: false,

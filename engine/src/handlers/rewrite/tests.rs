@@ -18,12 +18,14 @@ fn request(target: &str, host: &str) -> OwnedRequest {
 const HTTP: Context = Context {
     scheme: Scheme::Http,
     https_port: None,
-    port: &|| 8080,
+    local: &|| std::net::SocketAddr::from(([127, 0, 0, 1], 8080)),
+    hosts: &[],
 };
 const HTTPS: Context = Context {
     scheme: Scheme::Https,
     https_port: None,
-    port: &|| 8443,
+    local: &|| std::net::SocketAddr::from(([127, 0, 0, 1], 8443)),
+    hosts: &[],
 };
 
 #[test]
@@ -38,6 +40,32 @@ fn ports_fill_in() {
         let (out, loc) = run(toml, "/a", "Example.org:8080", on(https_port));
         assert_eq!((out, loc.as_str()), (Outcome::Redirect(302), want));
     }
+}
+
+/// A request that names no host (an empty `Host`; HTTP/1.0 may send
+/// none) is redirected to the site's first name, else to the address it
+/// came to: never to `https://:8443/`, which names no host (RFC 9110
+/// §4.2.2).
+#[test]
+fn a_request_without_a_host_is_sent_to_the_site_or_the_address() {
+    let toml = "[[redirect]]\nprefix = \"/\"\nto = \"https://$host$https_port$uri\"\n";
+    let cx = Context {
+        https_port: Some(8443),
+        ..HTTP
+    };
+    let (_, loc) = run(toml, "/a", "", cx);
+    assert_eq!(loc, "https://127.0.0.1:8443/a");
+    let named = ["*.example.org".to_string(), "Site.example".to_lowercase()];
+    let (_, loc) = run(
+        toml,
+        "/a",
+        "",
+        Context {
+            hosts: &named,
+            ..cx
+        },
+    );
+    assert_eq!(loc, "https://site.example:8443/a");
 }
 
 /// What `toml`'s rules make of `GET target` to `host`: the outcome, and

@@ -21,7 +21,8 @@ impl Router {
             let cx = rewrite::Context {
                 scheme: if https { Scheme::Https } else { Scheme::Http },
                 https_port: self.cfg.https_port(),
-                port: &|| client.local_addr().port(),
+                local: &|| client.local_addr(),
+                hosts: &self.cfg.site(routing.req.site()).hosts,
             };
             match rewrite::apply(&rules.url, routing.req, cx, &mut self.target) {
                 Outcome::Route => {}

@@ -167,11 +167,10 @@ impl Router {
         // (The head in a buffer an answer before gave back: see
         // `Pool::buffer`.)
         let head = self.upstream_pool.borrow_mut().buffer();
-        let limits = &cfg.limits;
         // (Made in the box of a plan before, if any: see `ProxyBody::on`.)
         let empty = self.upstream_pool.borrow_mut().boxes.empty();
         let mut plan = upstream_plan(
-            rule, to, label, &target, routing, limits, held_len, head, empty,
+            rule, to, label, &target, routing, &cfg, held_len, head, empty,
         );
         plan.held = held;
         if rule.buffer_answer > 0 {
@@ -236,7 +235,7 @@ fn upstream_plan(
     label: std::rc::Rc<str>,
     target: &[u8],
     routing: &Routing<'_>,
-    limits: &crate::config::Limits,
+    cfg: &crate::config::Config,
     held_len: Option<u64>,
     mut head: Vec<u8>,
     empty: Empty<UpstreamPlan>,
@@ -250,9 +249,23 @@ fn upstream_plan(
         (None, BodyFraming::Length(n)) => BodyOut::Length(n),
         (None, BodyFraming::Chunked) => BodyOut::Chunked,
     };
+    let limits = &cfg.limits;
+    let https = req
+        .forwarded()
+        .and_then(|f| f.https)
+        .unwrap_or(routing.client.tls.is_some());
+    // The host the client asked for; where it named none (HTTP/1.0, an
+    // HTTP/2 request without `:authority`), the site's name or the
+    // address it came to, for every protocol alike: never the upstream's
+    // address passed off as the client's.
+    let mut fallback = [0; 54];
+    let names = &cfg.site(req.site()).hosts;
+    let local = || routing.client.local_addr();
+    let port = if https { 443 } else { 80 };
+    let client_host = crate::http::host_or(req.host(), names, &local, port, &mut fallback);
     let own_host;
-    let host: &[u8] = match (rule.host, req.host()) {
-        (HostMode::Client, Some(host)) => host,
+    let host: &[u8] = match rule.host {
+        HostMode::Client => client_host,
         _ => {
             own_host = dial::own_host(to);
             own_host.as_bytes()
@@ -279,12 +292,10 @@ fn upstream_plan(
                 .any(|h| has_token(h.value, b"upgrade"))
     });
     let forwarded = req.forwarded();
-    let https = forwarded
-        .and_then(|f| f.https)
-        .unwrap_or(routing.client.tls.is_some());
     let f = Forward {
         target,
         host,
+        client_host,
         client: routing.client.peer,
         https,
         trusted: forwarded.is_some(),

@@ -46,6 +46,7 @@ fn forwarded(head: &str, body: BodyOut) -> Vec<u8> {
     let f = Forward {
         target: req.target(),
         host: req.host().unwrap(),
+        client_host: req.host().unwrap(),
         client: "192.0.2.7:5000".parse::<SocketAddr>().unwrap(),
         https: false,
         trusted: false,
