@@ -260,13 +260,25 @@ fn a_socket_named_proxy_expects_a_proxy_header() {
     c.expect_closed();
 }
 
+/// What `GET /index.html` over TLS to `addr` (as `a.test`) answers.
+#[cfg(feature = "tls")]
+fn get_over_tls(addr: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut tls = rustls::StreamOwned::new(common::tls::client_conn("a.test"), tcp);
+    tls.write_all(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = tls.read_to_end(&mut got);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
 #[cfg(feature = "tls")]
 #[test]
 fn a_socket_named_https_serves_tls_with_listen_empty() {
     // `[tls] listen = []`: no address of its own, the passed socket
     // named https is its listener (the certificates the file names).
-    use rustls::StreamOwned;
-    use std::io::{Read, Write};
     let site = TempDir::new("activate-https");
     write_file(&site.path.join("index.html"), b"over tls\n");
     let cfg = site.path.join("brisk.toml");
@@ -281,14 +293,7 @@ fn a_socket_named_https_serves_tls_with_listen_empty() {
     let Some(_child) = activate(&[addr], Some("https"), &args, &err) else {
         return;
     };
-    let tcp = TcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut tls = StreamOwned::new(common::tls::client_conn("a.test"), tcp);
-    tls.write_all(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut got = Vec::new();
-    let _ = tls.read_to_end(&mut got);
-    let text = String::from_utf8_lossy(&got);
+    let text = get_over_tls(addr);
     assert!(
         text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("over tls\n"),
         "{text}"
@@ -300,6 +305,35 @@ fn a_socket_named_https_serves_tls_with_listen_empty() {
         err.contains("[tls] listen = [] serves the sockets systemd passes named https"),
         "{err}"
     );
+}
+
+/// `--tls-cert` and `--tls-key` with no listener configured make the
+/// default address serve HTTPS: a passed socket replaces it and serves
+/// HTTPS, whether named `https`, `tls` or not at all. (Each stopped the
+/// start: "the listening socket ... (Https) given to brisk is not in the
+/// configuration", the default address then counting as configured.)
+#[cfg(feature = "tls")]
+#[test]
+fn with_tls_cert_on_the_command_line_a_passed_socket_serves_https() {
+    let site = TempDir::new("activate-tls-cert");
+    write_file(&site.path.join("index.html"), b"over tls\n");
+    let root = site.path.display().to_string();
+    let cert = common::tls::cert_args("a");
+    for name in [Some("https"), Some("tls"), None] {
+        let addr = free_addr();
+        let err = site.path.join("stderr");
+        let mut args = vec!["--root", &root, "--access-log", "off"];
+        args.extend(cert.iter().map(String::as_str));
+        let Some(_child) = activate(&[addr], name, &args, &err) else {
+            return;
+        };
+        let text = get_over_tls(addr);
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("over tls\n"),
+            "{name:?}: {text} {}",
+            fs::read_to_string(&err).unwrap_or_default()
+        );
+    }
 }
 
 /// Reads one datagram (10 s at most).

@@ -304,6 +304,12 @@ fn load_command(
     if let Some(section) = &mut origins.tls {
         listen_at.append(&mut section.listen_at);
     }
+    // `--tls-cert` alone makes the built-in default address serve HTTPS:
+    // it is still the default, which passed sockets replace.
+    let no_listener = !(origins.listen || listen_flags || flags.port.is_some());
+    let tls_takes_default = no_listener
+        && flags.tls_cert.is_some()
+        && origins.tls.as_ref().is_none_or(|t| !t.has_listen);
     let tls = tls_section(
         &mut config,
         origins.tls.take(),
@@ -378,8 +384,9 @@ fn load_command(
             "{origin}: HTTP/3 runs over QUIC, which is always encrypted: it needs HTTPS ([tls] with a listen address and a certificate, or --tls-cert and --tls-key)"
         )));
     }
-    config.listen_default = !(origins.listen || listen_flags || flags.port.is_some())
-        && config.tls.as_ref().is_none_or(|t| t.listen.is_empty());
+    config.listen_default = no_listener
+        && (tls_takes_default || config.tls.as_ref().is_none_or(|t| t.listen.is_empty()));
+    config.listen_default_tls = config.listen_default && tls_takes_default;
     // (Always `None` without the cargo feature `ops`: `[proxy]` is refused.)
     if let Some(mut section) = origins.proxy.take().filter(|_| cfg!(feature = "ops")) {
         listen_at.append(&mut section.listen_at);

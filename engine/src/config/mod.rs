@@ -92,6 +92,9 @@ pub struct Config {
     /// `--port`, `[tls] listen`, `[proxy] listen`): `listen` is the
     /// built-in default, which sockets passed by systemd replace.
     pub listen_default: bool,
+    /// The built-in default address serves HTTPS (`--tls-cert` without
+    /// `--listen`): so do passed sockets not named otherwise.
+    pub listen_default_tls: bool,
     /// Where each listen address (of `listen`, `[tls] listen`, `[proxy]
     /// listen` and `tls_listen`) was configured, for the error when it
     /// cannot be bound: `site.toml:3: listen`, `--listen`, `--port`. The
@@ -866,6 +869,7 @@ impl Default for Config {
         Config {
             listen: vec![SocketAddr::from(([127, 0, 0, 1], 8080))],
             listen_default: true,
+            listen_default_tls: false,
             listen_origins: Vec::new(),
             site: SiteConfig {
                 hosts: Vec::new(),

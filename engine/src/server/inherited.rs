@@ -69,8 +69,12 @@ pub(super) fn adopt(
     }
     let mut adopted = Adopted::new();
     if cfg.listen_default {
+        let unnamed = match cfg.listen_default_tls {
+            true => Speaks::Https,
+            false => Speaks::Http,
+        };
         for (g, real) in &found {
-            let speaks = g.speaks.unwrap_or(Speaks::Http);
+            let speaks = g.speaks.unwrap_or(unnamed);
             if !adopted.contains(&(*real, speaks)) {
                 adopted.push((*real, speaks));
             }
@@ -92,9 +96,15 @@ pub(super) fn adopt(
                 // when that one exits.
                 continue;
             }
+            let named = match g.speaks {
+                None => "",
+                Some(Speaks::Http) => " (for HTTP)",
+                Some(Speaks::Https) => " (named https)",
+                Some(Speaks::Proxy) => " (named proxy)",
+                Some(Speaks::ProxyTls) => " (named proxy-tls)",
+            };
             return Err(Error::Inherited(format!(
-                "the listening socket {real}{} given to brisk is not in the configuration (listen, tls.listen, proxy.listen or proxy.tls_listen): add it there, or stop passing it (the .socket unit's ListenStream=)",
-                g.speaks.map_or(String::new(), |s| format!(" ({s:?})"))
+                "the listening socket {real}{named} given to brisk is not in the configuration (listen, tls.listen, proxy.listen or proxy.tls_listen): add it there, or stop passing it (the .socket unit's ListenStream=)"
             )));
         };
         // (Tuned as brisk's own listeners are, the bound on unsent bytes
@@ -149,6 +159,10 @@ pub(super) fn serve_adopted(cfg: &mut Config, adopted: &Adopted) -> Result<(), E
         return Ok(());
     }
     cfg.listen.clear();
+    // (`--tls-cert` alone had put the default address there.)
+    if let Some(tls) = cfg.tls.as_mut().filter(|_| cfg.listen_default_tls) {
+        tls.listen.clear();
+    }
     let add = |list: &mut Vec<SocketAddr>, addr| {
         if !list.contains(&addr) {
             list.push(addr);
