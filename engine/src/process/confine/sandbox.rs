@@ -460,8 +460,12 @@ pub fn prepare(
 ) -> Result<Plan, Error> {
     let rules = landlock_rules(cfg, programs, privileged);
     let programs = programs.is_some();
+    // (Where a file is read again, its directory's files may be read,
+    // not listed: no site root can be there.)
+    let auth = SiteConfig::all(cfg).any(|site| !site.auth.is_empty());
+    let config_dir = cfg.config_file.is_some() && cfg.chroot.is_none();
     let summary = format!(
-        "read-only beneath the document root{}{}{}{}, {}",
+        "read-only beneath the document root{}{}{}; {}",
         if cfg.sites.is_empty() {
             ""
         } else {
@@ -472,15 +476,13 @@ pub fn prepare(
         } else {
             ", CGI directories"
         },
-        if SiteConfig::all(cfg).all(|site| site.auth.is_empty()) {
-            ""
-        } else {
-            ", the htpasswd files' directories"
-        },
-        if cfg.config_file.is_none() {
-            ""
-        } else {
-            " and the configuration file's directory"
+        match (auth, config_dir) {
+            (false, false) => "",
+            (true, false) => "; files read in the htpasswd files' directories",
+            (false, true) => "; files read in the configuration file's directory",
+            (true, true) => {
+                "; files read in the htpasswd files' and the configuration file's directories"
+            }
         },
         writes(&rules),
     );

@@ -611,3 +611,33 @@ fn a_log_directory_holding_the_root_is_warned_of_once() {
         "{notes:?}"
     );
 }
+
+/// The log's summary says what the configuration file's directory
+/// allows: files read there (a reload's), not a tree beneath it (a new
+/// site's root there needs a restart); nothing in a chroot, where the
+/// file is not read again.
+#[test]
+fn the_summary_says_files_are_read_in_the_configuration_files_directory() {
+    let dir = temp_site("summary");
+    let file = dir.join("brisk.toml");
+    std::fs::write(&file, b"").unwrap();
+    let mut cfg = Config::default();
+    cfg.site.root = dir.join("www");
+    cfg.config_file = Some(file);
+    let plan = prepare(&cfg, None, false).unwrap();
+    assert!(
+        plan.summary.starts_with(
+            "read-only beneath the document root; files read in the configuration file's directory; "
+        ),
+        "{}",
+        plan.summary
+    );
+    cfg.chroot = Some(dir.clone());
+    let plan = prepare(&cfg, None, false).unwrap();
+    assert!(
+        !plan.summary.contains("configuration file"),
+        "{}",
+        plan.summary
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
