@@ -436,6 +436,9 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
         line.push_str(&timeouts_of(times));
         match r.max_fails {
             0 => line.push_str("; never marked down"),
+            // (Skipping a rule's only upstream would turn one failure into
+            // fail_timeout of 503s: see `proxy::balance`.)
+            _ if r.to.len() == 1 => line.push_str("; never marked down (the only upstream)"),
             n => {
                 let failures = if n == 1 { "failure" } else { "failures" };
                 let _ = write!(

@@ -647,7 +647,7 @@ fn the_summary_lists_the_rules() {
         send 60s; down after 1 failure for 10s; health GET /healthz every 5s; request headers \
         set X-App, remove Cookie; 64 idle connections kept 60s\n\
         \x20 pattern *.json: to http://127.0.0.1:9003; timeouts connect 5s, read 60s, \
-        send 60s; down after 1 failure for 10s; Host the upstream's; Server brisk's; Via \
+        send 60s; never marked down (the only upstream); Host the upstream's; Server brisk's; Via \
         added; no WebSocket; request bodies held whole first; no idle connections kept\n\
         fastcgi: 1 rule\n\
         \x20 pattern *.php: to 127.0.0.1:9000; index index.php; PATH_INFO after .php; else \
