@@ -985,6 +985,49 @@ fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
     assert_eq!(fs::read(s.root.join("site-file")).unwrap(), b"site");
 }
 
+/// A COPY or MOVE whose `Destination` is another server's, or no share's,
+/// is 502 (RFC 4918 §9.8.5), said in the log at `info` with the
+/// Destination: the client's doing, not a bare "[error] 502 answering"
+/// (the server's trouble, which any client could fill the log with).
+/// Where the request's own path needs a login, a client without one is
+/// asked for it first: it was told 502 before any login.
+#[test]
+fn a_destination_elsewhere_asks_for_a_login_first_and_is_logged_as_the_clients() {
+    // (Its [[auth]] after the [[webdav]] rule `builder` writes.)
+    let (b, dav) = builder(
+        "[[auth]]\npath = \"/dav/\"\nrealm = \"Dav\"\nhtpasswd = \"htpasswd\"\n\
+         except_methods = [\"GET\", \"HEAD\", \"OPTIONS\", \"PROPFIND\"]\n",
+    );
+    write_file(&dav.join("f"), b"one");
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    let s = b.start();
+    let login = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    for (method, to) in [
+        ("COPY", "http://elsewhere.example/dav/g"),
+        ("MOVE", "/elsewhere.txt"),
+    ] {
+        assert_eq!(transfer(&s, method, "/dav/f", to, "").status, 401, "{to}");
+        assert_eq!(
+            transfer(&s, method, "/dav/f", to, &login).status,
+            502,
+            "{to}"
+        );
+        let line = s.wait_stderr_line(&format!("webdav: {method} /dav/f: "));
+        assert!(
+            line.contains(&format!(
+                "[info] webdav: {method} /dav/f: the Destination \"{to}\" is another server's, \
+                 or a path no WebDAV rule of this site serves; 502"
+            )),
+            "{line}"
+        );
+    }
+    assert!(!s.stderr().contains("502 answering"), "{}", s.stderr());
+    assert_eq!(names(&dav), ["f"]);
+}
+
 /// A `Destination` that another `[[webdav]]` rule serves (one nested in
 /// the request's: another tree, maybe read only, with its own locks) is
 /// on "another server" (RFC 4918 §9.8.5, §9.9.4): 502, as Apache answers

@@ -959,9 +959,13 @@ impl Router {
         }
         let mut also = Vec::new();
         let dav = &self.cfg.site(site).webdav;
-        let reach = match judged_too(routing.req, dav, &mut also) {
-            Ok(reach) => reach,
-            Err(status) => return Step::Answer(Plan::error(status, routing.scratch)),
+        // A Destination that cannot be judged (unreadable, or another
+        // server's) is answered once the request's own path is: a client
+        // without credentials is asked for them first (401), not told
+        // what a share would have made of its Destination.
+        let (reach, refused) = match judged_too(routing.req, dav, &mut also) {
+            Ok(reach) => (reach, None),
+            Err(status) => (crate::http::glob::Reach::Own, Some(status)),
         };
         let verdict = auth.check_both(
             (&routing.scratch.path, reach),
@@ -1010,7 +1014,13 @@ impl Router {
         for w in auth.take_warnings() {
             routing.log.log(Level::Warn, format_args!("auth: {w}"));
         }
-        step
+        match (step, refused) {
+            (Step::Next, Some(status)) => {
+                let plan = Plan::error(status, routing.scratch);
+                Step::Answer(destination_refused(routing, plan))
+            }
+            (step, _) => step,
+        }
     }
 
     /// Hands the outcome of a password check run off the loop to the auth
@@ -1408,6 +1418,31 @@ pub(super) fn judged_too(
         }
     }
     Ok(reach)
+}
+
+/// `plan`, the answer to a COPY or MOVE whose `Destination` is refused (400: it
+/// cannot be read; 502: another server's, or a path no `[[webdav]]` rule
+/// of this one serves, RFC 4918 §9.8.5), said in the log at `info`: the
+/// client's doing, not the server's trouble that a bare `502 answering`
+/// at `error` would say it is (and any client could flood the log with).
+pub(super) fn destination_refused(routing: &mut Routing<'_>, plan: Plan) -> Plan {
+    let status = plan.status;
+    let why = match status {
+        Status::BAD_GATEWAY => "another server's, or a path no WebDAV rule of this site serves",
+        _ => "not a URI or path brisk can read",
+    };
+    routing.log.log(
+        Level::Info,
+        format_args!(
+            "webdav: {} {}: the Destination {:?} is {why}; {}",
+            String::from_utf8_lossy(routing.req.method_token()),
+            String::from_utf8_lossy(routing.req.target()),
+            String::from_utf8_lossy(routing.req.header("Destination").unwrap_or_default()),
+            status.0
+        ),
+    );
+    routing.scratch.told = true;
+    plan
 }
 
 /// A 400 for a request to a program that reads its `REQUEST_URI` as

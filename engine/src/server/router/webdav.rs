@@ -63,6 +63,9 @@ impl Router {
         if matches!(method, b"COPY" | b"MOVE") {
             match destination((rules, i), req.header("Destination"), req.host(), &mut to) {
                 Ok(skip) => to_skip = skip,
+                Err(plan) if plan.status == Status::BAD_GATEWAY => {
+                    return Step::Answer(super::destination_refused(routing, plan))
+                }
                 Err(plan) => return Step::Answer(plan),
             }
         }
