@@ -353,7 +353,7 @@ fn a_daemon_that_fails_after_its_pid_file_says_why_and_leaves_none() {
             pid_file.as_os_str(),
         ],
     );
-    let why = "brisk: cannot open the access log /proc/brisk-test-access.log: ";
+    let why = "brisk: --access-log: cannot open the access log /proc/brisk-test-access.log: ";
     assert!(stderr.contains(why), "{stderr}");
     assert!(
         !stderr.contains("the daemon stopped before it served"),

@@ -331,6 +331,7 @@ fn auth_rules_cover_mounts_and_the_handler_sees_the_user() {
             htpasswd: file,
             allow_plaintext: false,
             methods: Default::default(),
+            origin: String::new(),
         });
     });
     let r = app.request(b"POST /api/x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");

@@ -404,8 +404,10 @@ fn an_htpasswd_file_the_serving_user_cannot_read_fails_the_start() {
         "off",
     ]);
     assert!(!status.success(), "exited with {status:?}:\n{err}");
+    // (Named by where it was set: file, line and key.)
     let line = format!(
-        "brisk: auth[1].htpasswd: cannot read {} as the server runs (user \"nobody\", uid ",
+        "brisk: {}:5: auth[1].htpasswd: cannot read {} as the server runs (user \"nobody\", uid ",
+        config.display(),
         htpasswd.display()
     );
     assert!(err.contains(&line), "{err}");

@@ -62,6 +62,10 @@ pub struct AuthRule {
     pub allow_plaintext: bool,
     /// Which request methods it covers (`methods`, `except_methods`).
     pub methods: AuthMethods,
+    /// Where its `htpasswd` was set (`site.toml:6: auth[1].htpasswd`),
+    /// for an error found once the server runs; empty for a rule made in
+    /// code.
+    pub origin: String,
 }
 
 /// The request methods an `[[auth]]` rule covers: a request with

@@ -158,7 +158,8 @@ impl Loader<'_> {
                 match name {
                     "path" | "pattern" => self.set_matcher(&mut matcher, k, name, &full, value)?,
                     "rate" => {
-                        let text = self.string(&full, value)?;
+                        // (`rate = 5`, a number, is told the form too.)
+                        let text = value.get_ref().as_str().unwrap_or_default();
                         let interval = parse_rate(text).ok_or_else(|| {
                             self.expected(
                                 value,

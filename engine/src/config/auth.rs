@@ -156,6 +156,7 @@ impl Loader<'_> {
             htpasswd: path,
             allow_plaintext,
             methods,
+            origin: self.origin(&full, value),
         })
     }
 }

@@ -505,6 +505,7 @@ fn load_command(
     // server checks its own registry when it starts).
     config.check_handlers(super::BUILT_IN_HANDLERS)?;
     config.temp_dir_origin = origins.temp_dir.take();
+    config.log_origins = [origins.access.clone(), origins.error.clone()];
 
     if flags.check {
         // Read at start, before the sandbox (a reload keeps them): the

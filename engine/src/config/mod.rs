@@ -153,6 +153,10 @@ pub struct Config {
     /// Where `temp_dir` was set (`site.toml:4: temp_dir`; `None`: the
     /// default), for an error found once the server runs.
     pub temp_dir_origin: Option<String>,
+    /// Where the access and the error log were set (`site.toml:9:
+    /// log.access`, `--access-log`; `None`: the default), for an error
+    /// opening them at start.
+    pub log_origins: [Option<String>; 2],
     /// `[tls]` (and `--tls-cert`/`--tls-key`): HTTPS listeners and their
     /// certificates; `None` without TLS.
     pub tls: Option<TlsConfig>,
@@ -959,6 +963,7 @@ impl Default for Config {
             config_file: None,
             temp_dir: std::env::temp_dir(),
             temp_dir_origin: None,
+            log_origins: [None, None],
             tls: None,
             #[cfg(feature = "acme")]
             acme: None,

@@ -207,20 +207,20 @@ impl Loader<'_> {
         Ok(section)
     }
 
-    /// A non-empty list of distinct listen addresses.
+    /// A non-empty list of distinct listen addresses: strings, or bare
+    /// port numbers (`listen = [8080]`, as `"8080"`).
     pub(super) fn addresses(
         &self,
         key: &str,
         v: &Spanned<DeValue<'_>>,
     ) -> Result<Vec<SocketAddr>, ConfigError> {
-        let items = self.strings(key, v)?;
+        let items = listen_items(v);
         if items.is_empty() {
             return Err(self.fail(v, key, "expected at least one address"));
         }
         let mut out = Vec::with_capacity(items.len());
-        for (s, item) in items {
-            let addr =
-                units::parse_listen(s).ok_or_else(|| self.expected(item, key, LISTEN_HELP))?;
+        for (addr, item) in items {
+            let addr = addr.ok_or_else(|| self.expected(item, key, LISTEN_HELP))?;
             if out.contains(&addr) {
                 return Err(self.fail(item, key, &format!("{addr} is listed twice")));
             }
@@ -232,11 +232,29 @@ impl Loader<'_> {
     /// Where each address of `v`, a list [`Loader::addresses`] accepted,
     /// was set: `site.toml:3: listen`, the line of the item itself.
     pub(super) fn listed(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Vec<(SocketAddr, String)> {
-        let items = self.strings(key, v).unwrap_or_default();
-        items
+        listen_items(v)
             .into_iter()
-            .filter_map(|(s, item)| Some((units::parse_listen(s)?, self.origin(key, item))))
+            .filter_map(|(addr, item)| Some((addr?, self.origin(key, item))))
             .collect()
+    }
+}
+
+/// The addresses `v` lists (one, or an array), each with its item: `None`
+/// for one that is neither an address nor a port.
+fn listen_items<'t, 'i>(
+    v: &'t Spanned<DeValue<'i>>,
+) -> Vec<(Option<SocketAddr>, &'t Spanned<DeValue<'i>>)> {
+    let one = |item: &'t Spanned<DeValue<'i>>| {
+        let addr = match item.get_ref() {
+            DeValue::String(s) => units::parse_listen(s),
+            DeValue::Integer(i) if i.radix() == 10 => units::parse_listen(i.as_str()),
+            _ => None,
+        };
+        (addr, item)
+    };
+    match v.get_ref() {
+        DeValue::Array(items) => items.iter().map(one).collect(),
+        _ => vec![one(v)],
     }
 }
 

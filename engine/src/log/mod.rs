@@ -212,9 +212,22 @@ impl LogService {
 
     /// Opens the configured targets without starting the writer thread.
     pub fn open(config: &LogConfig) -> Result<OpenLogs, LogError> {
+        LogService::open_from(config, [None, None])
+    }
+
+    /// [`LogService::open`], an error naming where the access or the
+    /// error log was set (`origins`, in that order: `site.toml:9:
+    /// log.access`).
+    pub fn open_from(config: &LogConfig, origins: [Option<&str>; 2]) -> Result<OpenLogs, LogError> {
+        let named = |origin: Option<&str>, mut e: LogError| {
+            if let Some(o) = origin {
+                e.message = format!("{o}: {}", e.message);
+            }
+            e
+        };
         Ok(OpenLogs {
-            access: Sink::open(&config.access, "access log")?,
-            error: Sink::open(&config.error, "error log")?,
+            access: Sink::open(&config.access, "access log").map_err(|e| named(origins[0], e))?,
+            error: Sink::open(&config.error, "error log").map_err(|e| named(origins[1], e))?,
             config: config.clone(),
         })
     }

@@ -348,7 +348,8 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     if let (Some(user), 0) = (&cfg.user, sys::privileges::euid()) {
         sys::fs::own_logs_as(user.uid, cfg.group.as_ref().map(|g| g.gid).or(user.gid));
     }
-    let mut open_logs = LogService::open(&cfg.log)?;
+    let origins = cfg.log_origins.each_ref().map(Option::as_deref);
+    let mut open_logs = LogService::open_from(&cfg.log, origins)?;
     // Once the pid file and the logs exist, and while their paths can
     // still be read from outside a chroot.
     server.protect_own_files()?;
@@ -704,7 +705,10 @@ fn probe_htpasswd(cfg: &Config) -> Result<(), Error> {
         for (i, rule) in site.auth.iter().enumerate() {
             if let Err(source) = std::fs::File::open(&rule.htpasswd) {
                 return Err(Error::Htpasswd {
-                    setting: format!("{prefix}auth[{}].htpasswd", i + 1),
+                    setting: match rule.origin.is_empty() {
+                        true => format!("{prefix}auth[{}].htpasswd", i + 1),
+                        false => rule.origin.clone(),
+                    },
                     path: rule.htpasswd.clone(),
                     user: cfg.user.as_ref().map(|u| u.name.clone()),
                     uid: sys::privileges::euid(),

@@ -660,6 +660,10 @@ pub fn log_open_hint(e: &io::Error) -> &'static str {
             " (brisk running as root writes a log to what is not a regular file only if \
              root owns it)"
         }
+        Some(libc::EACCES | libc::EPERM) => {
+            " (the user brisk runs as must be able to write the file, or to make it in its \
+             directory)"
+        }
         _ => "",
     }
 }

@@ -56,6 +56,7 @@ fn rule(matcher: PathMatch, realm: &str, htpasswd: &Path) -> AuthRule {
         htpasswd: htpasswd.to_path_buf(),
         allow_plaintext: false,
         methods: AuthMethods::All,
+        origin: String::new(),
     }
 }
 

@@ -60,8 +60,9 @@ impl Loader<'_> {
                 }
                 "to" => to = Some((self.string(&full, value)?, value, full)),
                 "status" if redirect => {
-                    status = match self.integer(&full, value, 0, 999)? {
-                        n @ (301 | 302 | 303 | 307 | 308) => n as u16,
+                    // (`status = "301"`, a string, is told the same.)
+                    status = match self.integer(&full, value, 0, 999).ok() {
+                        Some(n @ (301 | 302 | 303 | 307 | 308)) => n as u16,
                         _ => return Err(self.expected(value, &full, "301, 302, 303, 307 or 308")),
                     }
                 }

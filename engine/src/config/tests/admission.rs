@@ -119,7 +119,7 @@ fn rate_limit_errors_name_file_line_and_key() {
     }
     assert_eq!(
         load_err("[[rate_limit]]\npath = \"/\"\nrate = 5\n"),
-        "DIR/site.toml:4: rate_limit[1].rate: expected a string; got 5"
+        "DIR/site.toml:4: rate_limit[1].rate: expected requests per second or minute, like \"5/s\" or \"30/m\" (1 to 1000000 a second); got 5"
     );
     assert_eq!(
         load_err("[[rate_limit]]\npath = \"/\"\nrate = \"1/s\"\nburst = -1\n"),

@@ -89,6 +89,7 @@ pattern = "*.pdf"
                 htpasswd: base.join("htpasswd"),
                 allow_plaintext: false,
                 methods: Default::default(),
+                origin: format!("{}:6: auth[1].htpasswd", base.join("site.toml").display()),
             },
             AuthRule {
                 matcher: PathMatch::Glob("*.pdf".into()),
@@ -96,6 +97,7 @@ pattern = "*.pdf"
                 htpasswd: base.join("conf/plain"),
                 allow_plaintext: true,
                 methods: Default::default(),
+                origin: format!("{}:9: auth[2].htpasswd", base.join("site.toml").display()),
             },
         ]
     );

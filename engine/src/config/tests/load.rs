@@ -227,13 +227,21 @@ fn type_errors_name_the_expected_type() {
         load_err("log = 1\n"),
         "DIR/site.toml:2: log: expected a table; got 1"
     );
+    // (A bare port is an address, written as a number or a string.)
+    let port = super::load("listen = [8080, \"8081\"]\n").unwrap();
+    let want: [std::net::SocketAddr; 2] = [
+        "0.0.0.0:8080".parse().unwrap(),
+        "0.0.0.0:8081".parse().unwrap(),
+    ];
+    assert_eq!(port.listen, want);
+    let help = crate::config::units::LISTEN_HELP;
     assert_eq!(
-        load_err("listen = 8080\n"),
-        "DIR/site.toml:2: listen: expected a string or an array of strings; got 8080"
+        load_err("listen = true\n"),
+        format!("DIR/site.toml:2: listen: expected {help}; got true")
     );
     assert_eq!(
-        load_err("listen = [\"1\", 2]\n"),
-        "DIR/site.toml:2: listen: expected a string; got 2"
+        load_err("listen = [\"1\", 2.5]\n"),
+        format!("DIR/site.toml:2: listen: expected {help}; got 2.5")
     );
     assert_eq!(
         load_err("headers = { path = \"/\" }\n"),
