@@ -219,15 +219,9 @@ impl LogService {
     /// error log was set (`origins`, in that order: `site.toml:9:
     /// log.access`).
     pub fn open_from(config: &LogConfig, origins: [Option<&str>; 2]) -> Result<OpenLogs, LogError> {
-        let named = |origin: Option<&str>, mut e: LogError| {
-            if let Some(o) = origin {
-                e.message = format!("{o}: {}", e.message);
-            }
-            e
-        };
         Ok(OpenLogs {
-            access: Sink::open(&config.access, "access log").map_err(|e| named(origins[0], e))?,
-            error: Sink::open(&config.error, "error log").map_err(|e| named(origins[1], e))?,
+            access: Sink::open(&config.access, "access log", origins[0])?,
+            error: Sink::open(&config.error, "error log", origins[1])?,
             config: config.clone(),
         })
     }

@@ -414,7 +414,7 @@ fn a_failed_reopen_names_the_file_and_the_error_and_keeps_the_old_file() {
     let errors = std::fs::read_to_string(&error).unwrap();
     assert!(
         errors.contains(&format!(
-            "[error] SIGUSR1: cannot reopen {}: Permission denied (os error 13) (the user brisk runs as must be able to write the file, or to make it in its directory); still writing to the old file\n",
+            "[error] SIGUSR1: cannot reopen {}: Permission denied (os error 13) (the user brisk runs as must be able to write it, or make it there); still writing to the old file\n",
             access.display()
         )),
         "{errors}"

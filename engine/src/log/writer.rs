@@ -91,8 +91,13 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
-    /// Opens `target`; `what` names the log in the error.
-    pub(crate) fn open(target: &LogTarget, what: &str) -> Result<Sink, LogError> {
+    /// Opens `target`; `what` names the log in the error, after where it
+    /// was set (`origin`), if known.
+    pub(crate) fn open(
+        target: &LogTarget,
+        what: &str,
+        origin: Option<&str>,
+    ) -> Result<Sink, LogError> {
         Ok(match target {
             LogTarget::Off => Sink::Off,
             LogTarget::Stdout => Sink::Stdout,
@@ -106,7 +111,9 @@ impl Sink {
                 Err(e) => {
                     return Err(LogError {
                         message: format!(
-                            "cannot open the {what} {}: {e}{}",
+                            "{}{}cannot open the {what} {}: {e}{}",
+                            origin.unwrap_or_default(),
+                            if origin.is_some() { ": " } else { "" },
                             path.display(),
                             fs::log_open_hint(&e)
                         ),

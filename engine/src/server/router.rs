@@ -1425,20 +1425,17 @@ pub(super) fn judged_too(
 /// of this one serves, RFC 4918 §9.8.5), said in the log at `info`: the
 /// client's doing, not the server's trouble that a bare `502 answering`
 /// at `error` would say it is (and any client could flood the log with).
+#[cold]
+#[inline(never)]
 pub(super) fn destination_refused(routing: &mut Routing<'_>, plan: Plan) -> Plan {
-    let status = plan.status;
-    let why = match status {
-        Status::BAD_GATEWAY => "another server's, or a path no WebDAV rule of this site serves",
-        _ => "not a URI or path brisk can read",
-    };
+    // (The request's own line, the target and the Destination, is the
+    // access log's.)
     routing.log.log(
         Level::Info,
         format_args!(
-            "webdav: {} {}: the Destination {:?} is {why}; {}",
-            String::from_utf8_lossy(routing.req.method_token()),
+            "webdav: {}: its Destination is another server's, a path no WebDAV rule of this site serves, or unreadable; {}",
             String::from_utf8_lossy(routing.req.target()),
-            String::from_utf8_lossy(routing.req.header("Destination").unwrap_or_default()),
-            status.0
+            plan.status.0
         ),
     );
     routing.scratch.told = true;

@@ -661,8 +661,7 @@ pub fn log_open_hint(e: &io::Error) -> &'static str {
              root owns it)"
         }
         Some(libc::EACCES | libc::EPERM) => {
-            " (the user brisk runs as must be able to write the file, or to make it in its \
-             directory)"
+            " (the user brisk runs as must be able to write it, or make it there)"
         }
         _ => "",
     }
@@ -1422,55 +1421,16 @@ pub fn canonical(path: &Path) -> io::Result<PathBuf> {
     }
 }
 
-/// [`canonical`]'s own walk: names taken from the front of what is left,
-/// a symlink's target put in its place (more than 40 links: ELOOP, as
-/// the kernel), `..` back one name (never above `/`).
+/// [`canonical`]'s own way: the kernel resolves `path` as it opens it
+/// (`O_PATH`: symlinks, `..` from where a link led, ENOTDIR, ELOOP, as
+/// realpath), and /proc says where it led (without /proc: the error).
 fn resolve(path: &Path) -> io::Result<PathBuf> {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let mut out = match path.is_absolute() {
-        true => PathBuf::from("/"),
-        false => std::env::current_dir()?,
-    };
-    let mut left: Vec<u8> = path.as_os_str().as_bytes().to_vec();
-    let mut links = 0;
-    // (Whether `out` is a directory: `.` or `..` after a file is ENOTDIR.)
-    let mut dir = true;
-    while !left.is_empty() {
-        let end = left.iter().position(|&b| b == b'/').unwrap_or(left.len());
-        let name: Vec<u8> = left.drain(..end).collect();
-        if !left.is_empty() {
-            left.remove(0);
-        }
-        match &name[..] {
-            b"" => continue,
-            b"." | b".." if !dir => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
-            b"." => continue,
-            b".." => {
-                out.pop();
-                continue;
-            }
-            _ => {}
-        }
-        let next = out.join(std::ffi::OsStr::from_bytes(&name));
-        let kind = std::fs::symlink_metadata(&next)?.file_type();
-        if !kind.is_symlink() {
-            dir = kind.is_dir();
-            out = next;
-            continue;
-        }
-        links += 1;
-        if links > 40 {
-            return Err(io::Error::from_raw_os_error(libc::ELOOP));
-        }
-        let mut target = std::fs::read_link(&next)?.into_os_string().into_vec();
-        if target.first() == Some(&b'/') {
-            out = PathBuf::from("/");
-        }
-        target.push(b'/');
-        target.extend_from_slice(&left);
-        left = target;
-    }
-    Ok(out)
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let fd = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 #[cfg(test)]

@@ -465,7 +465,7 @@ pub fn prepare(
     let auth = SiteConfig::all(cfg).any(|site| !site.auth.is_empty());
     let config_dir = cfg.config_file.is_some() && cfg.chroot.is_none();
     let summary = format!(
-        "read-only beneath the document root{}{}{}; {}",
+        "read-only beneath the document root{}{}{}{}; {}",
         if cfg.sites.is_empty() {
             ""
         } else {
@@ -476,13 +476,15 @@ pub fn prepare(
         } else {
             ", CGI directories"
         },
-        match (auth, config_dir) {
-            (false, false) => "",
-            (true, false) => "; files read in the htpasswd files' directories",
-            (false, true) => "; files read in the configuration file's directory",
-            (true, true) => {
-                "; files read in the htpasswd files' and the configuration file's directories"
-            }
+        if auth {
+            "; files read in the htpasswd files' directories"
+        } else {
+            ""
+        },
+        if config_dir {
+            "; files read in the configuration file's directory"
+        } else {
+            ""
         },
         writes(&rules),
     );
