@@ -1412,7 +1412,7 @@ pub fn cannot_write_dir(dir: &Path, who: Option<(u32, u32)>) -> Option<String> {
 /// 20.10, a systemd `SystemCallFilter=` list with
 /// `SystemCallErrorNumber=EPERM`), glibc's realpath fails for a path
 /// ending in `/.` (it asks faccessat2, and falls back to faccessat only
-/// on ENOSYS): there the path is resolved here, one name at a time.
+/// on ENOSYS): there the kernel resolves it (`resolve`).
 #[allow(clippy::disallowed_methods)]
 pub fn canonical(path: &Path) -> io::Result<PathBuf> {
     match std::fs::canonicalize(path) {
