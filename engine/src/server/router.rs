@@ -1428,8 +1428,8 @@ pub(super) fn judged_too(
 #[cold]
 #[inline(never)]
 pub(super) fn destination_refused(routing: &mut Routing<'_>, plan: Plan) -> Plan {
-    // (The request's own line, the target and the Destination, is the
-    // access log's.)
+    // (The Destination itself is not written: a client's text kept out
+    // of a line at `info`, and the size-bound builds' bytes.)
     routing.log.log(
         Level::Info,
         format_args!(
