@@ -36,6 +36,10 @@ pub struct Seen {
     /// Whether each newAccount request carried an external account
     /// binding.
     pub bound: Vec<bool>,
+    /// A file (a storage's account lock) whose presence each newAccount
+    /// request notes in `watched`.
+    pub watch: Option<std::path::PathBuf>,
+    pub watched: Vec<bool>,
     /// The last request's CSR (DER).
     csr: Option<Vec<u8>>,
     /// The last challenge answered.
@@ -279,6 +283,9 @@ pub fn start(mode: Mode) -> FakeCa {
                 let bound =
                     json::decode(&payload).is_ok_and(|v| v.get("externalAccountBinding").is_some());
                 s.bound.push(bound);
+                if let Some(watched) = s.watch.as_ref().map(|f| f.exists()) {
+                    s.watched.push(watched);
+                }
                 (
                     "201 Created",
                     format!("Location: {base}/acct/1\r\n"),

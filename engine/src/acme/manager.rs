@@ -36,6 +36,7 @@ use super::http::Client;
 use super::key::{certificate_key, Key, KeyType};
 use super::store::{pem_der, Store, Stored};
 use crate::log::Level;
+use crate::sys::fs::Lock;
 use crate::tls::certs;
 use crate::tls::sni::Live;
 
@@ -665,7 +666,8 @@ impl Manager {
             return Ok(a);
         }
         let dir = self.directory()?;
-        let (key, url) = self.account_key()?;
+        // (`_lock`: held until the new account's URL is stored.)
+        let (key, url, _lock) = self.account_key()?;
         let pkcs8 = key.pkcs8().to_vec();
         let mut account = Account::new(self.client.clone(), dir, key);
         // Registered again each start: the CA answers with the
@@ -859,10 +861,13 @@ impl Manager {
         }
     }
 
-    /// The stored account key and URL, or a new key, stored at once:
-    /// made under the storage's `account` lock, so that a fleet starting
-    /// together makes one account, not one each.
-    fn account_key(&self) -> Result<(Key, Option<String>), String> {
+    /// The stored account key and URL; or, for an account not yet
+    /// registered, the stored key or a new one (stored at once) with the
+    /// storage's `account` lock, held until its URL is stored: so that a
+    /// fleet starting together makes one account, and registers it once
+    /// (Pebble answered three servers registering one key at once with
+    /// 500 "Error saving account" for two of them).
+    fn account_key(&self) -> Result<(Key, Option<String>, Option<Lock>), String> {
         let read = |store: &Store| -> Result<Option<(Key, Option<String>)>, String> {
             match store.account() {
                 Ok(Some((der, url))) => Key::from_pkcs8(&der)
@@ -873,20 +878,23 @@ impl Manager {
             }
         };
         for _ in 0..ACCOUNT_WAIT.as_secs() * 10 {
-            if let Some(found) = read(&self.store)? {
-                return Ok(found);
+            if let Some((key, Some(url))) = read(&self.store)? {
+                return Ok((key, Some(url), None));
             }
             let lock = self.store.lock("account", &self.settings.holder);
-            if let Some(_lock) = lock.map_err(|e| format!("cannot take the account's lock: {e}"))? {
-                // (Made while we took the lock?)
-                if let Some(found) = read(&self.store)? {
-                    return Ok(found);
-                }
-                let key = Key::generate().map_err(|e| e.0)?;
-                self.store
-                    .save_account(key.pkcs8(), None)
-                    .map_err(|e| format!("cannot store the account key: {e}"))?;
-                return Ok((key, None));
+            if let Some(lock) = lock.map_err(|e| format!("cannot take the account's lock: {e}"))? {
+                // (Made, or registered, while we took the lock?)
+                return match read(&self.store)? {
+                    Some((key, Some(url))) => Ok((key, Some(url), None)),
+                    Some((key, None)) => Ok((key, None, Some(lock))),
+                    None => {
+                        let key = Key::generate().map_err(|e| e.0)?;
+                        self.store
+                            .save_account(key.pkcs8(), None)
+                            .map_err(|e| format!("cannot store the account key: {e}"))?;
+                        Ok((key, None, Some(lock)))
+                    }
+                };
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -1410,6 +1418,20 @@ mod tests {
         );
     }
 
+    /// `m` started again on its storage, with `name` to order.
+    fn restarted(m: &Manager, name: &str) -> Manager {
+        let live = Arc::new(Live::default());
+        let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();
+        let responder = Arc::new(Published {
+            live: Arc::clone(&live),
+        });
+        let settings = Settings {
+            names: vec![name.into()],
+            ..m.settings.clone()
+        };
+        Manager::new(settings, client, live, responder).unwrap()
+    }
+
     /// RFC 8555 §7.3.4: the binding goes with the request that makes
     /// the account, and only with it; a CA that requires one and none
     /// configured is said at once, without asking for an account.
@@ -1439,19 +1461,34 @@ mod tests {
 
         // A restart with a name to order: the stored account is found
         // by its key, unbound.
-        let live = Arc::new(Live::default());
-        let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();
-        let responder = Arc::new(Published {
-            live: Arc::clone(&live),
-        });
-        let settings = Settings {
-            names: vec!["f.test".into()],
-            ..m.settings.clone()
-        };
-        let mut again = Manager::new(settings, client, live, responder).unwrap();
+        let mut again = restarted(&m, "f.test");
         let lines = stepped(&mut again, t + 120);
         assert!(again.live.issued("f.test").is_some(), "{lines:?}");
         assert_eq!(ca.seen.lock().unwrap().bound, [true, false]);
+    }
+
+    /// Servers of a fleet starting together make one account key and
+    /// register it once: the first registration is made under the
+    /// storage's account lock (concurrent ones for one key made Pebble
+    /// answer 500); later starts, finding its URL stored, take no lock.
+    #[test]
+    fn a_new_account_is_registered_under_the_storage_s_account_lock() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "acctlock");
+        let lock = m.settings.storage.join("locks").join("account.lock");
+        ca.seen.lock().unwrap().watch = Some(lock.clone());
+        let t = certs::now();
+        let lines = stepped(&mut m, t);
+        assert!(m.live.issued("e.test").is_some(), "{lines:?}");
+        assert_eq!(ca.seen.lock().unwrap().watched, [true]);
+        assert!(!lock.exists());
+
+        // A restart: the stored account is registered again (found by
+        // its key), without the lock.
+        let mut again = restarted(&m, "f.test");
+        let lines = stepped(&mut again, t + 60);
+        assert!(again.live.issued("f.test").is_some(), "{lines:?}");
+        assert_eq!(ca.seen.lock().unwrap().watched, [true, false]);
     }
 
     #[test]
