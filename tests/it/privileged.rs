@@ -375,7 +375,8 @@ fn a_reload_says_why_the_user_brisk_serves_as_cannot_read_a_root_only_file() {
 /// whenever it changes, cannot. The start is refused before any worker
 /// starts, naming the rule, the file and the user, and it is a failure:
 /// it exits with a failure status (a service manager's
-/// `Restart=on-failure` acts on that alone), not 0 as after a stop.
+/// `Restart=on-failure` acts on that alone), not 0 as after a stop; and
+/// the banner's "listening on" is not said before it.
 #[test]
 fn an_htpasswd_file_the_serving_user_cannot_read_fails_the_start() {
     if !can_switch() {
@@ -412,4 +413,6 @@ fn an_htpasswd_file_the_serving_user_cannot_read_fails_the_start() {
     );
     assert!(err.contains(&line), "{err}");
     assert!(!err.contains("cannot start worker"), "{err}");
+    // Nor did it say it listens first.
+    assert!(!err.contains("listening on"), "{err}");
 }

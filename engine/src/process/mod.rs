@@ -211,6 +211,29 @@ fn delay_stop(
     }
 }
 
+/// The banner, on stderr (stdout is the access log by default, and a
+/// consumer of a JSON log must not meet lines of prose first). Said once
+/// nothing at the start can fail but the workers' start, so that
+/// "listening on" is not followed by a refusal (a log file or an htpasswd
+/// file the serving user cannot open); a daemon says it before its
+/// stderr goes (a later failure is said by the process that started it),
+/// a server in a chroot before entering it (its paths change there).
+#[inline(never)]
+fn banner(server: &Server) {
+    let cfg = server.config();
+    console::say(format_args!("serving {}", cfg.site.root.display()));
+    for site in &cfg.sites {
+        console::say(format_args!(
+            "serving {} for {}",
+            site.root.display(),
+            site.hosts.join(", ")
+        ));
+    }
+    for a in &server.listeners() {
+        console::say(format_args!("listening on {}", url(a)));
+    }
+}
+
 /// What a start that fails leaves undone: the pid file it wrote (the
 /// path as configured, and which file it wrote), and a daemon's parent
 /// still waiting to hear.
@@ -323,21 +346,9 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     if let (Some(path), false) = (&cfg.pid_file, cfg.daemon) {
         undo.pid_file = Some((path.clone(), pid_file::write(path)?));
     }
-    // The banner goes to stderr: stdout is the access log by default, and
-    // a consumer of a JSON log must not meet two lines of prose first.
-    console::say(format_args!("serving {}", cfg.site.root.display()));
-    for site in &cfg.sites {
-        console::say(format_args!(
-            "serving {} for {}",
-            site.root.display(),
-            site.hosts.join(", ")
-        ));
-    }
-    for a in &server.listeners() {
-        console::say(format_args!("listening on {}", url(a)));
-    }
     // (The process that started brisk waits until `ready` below.)
     if cfg.daemon {
+        banner(&server);
         undo.daemon = Some(sys::process::daemonize().map_err(Error::Daemonize)?);
         if let Some(path) = &cfg.pid_file {
             undo.pid_file = Some((path.clone(), pid_file::write(path)?));
@@ -372,6 +383,11 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     // (The mount table, opened while /proc can be: a chroot hides it.)
     #[cfg(feature = "webdav")]
     let mut mounts = sys::fs::MountWatch::new();
+    // (Paths as configured: in a chroot they change.)
+    let jailed = cfg.chroot.is_some() && !cfg.daemon;
+    if jailed {
+        banner(&server);
+    }
     let mut confined = confine::confine(&mut server, &mut open_logs)?;
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
@@ -459,6 +475,9 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     );
     // The pid file as seen from where the server runs (inside the chroot).
     let pid_file = cfg.pid_file.clone();
+    if !jailed && !cfg.daemon {
+        banner(&server);
+    }
     let logs = open_logs.start()?;
     let mut running = server.start(&logs)?;
     let mut main_log = logs.handle();
