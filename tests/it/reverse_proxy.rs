@@ -337,6 +337,23 @@ fn a_redirect_to_the_upstreams_own_address_is_made_brisks() {
     assert_eq!(r.header("location"), Some("/api/login?next=/"));
     let r = s.get("/api/elsewhere");
     assert_eq!(r.header("location"), Some("https://example.org/x"));
+
+    // Sent again to it after a first upstream refused the connection:
+    // the one that answered is the one its redirect names. (The first
+    // one tried was compared, and the redirect passed as it was.)
+    let dead = common::free_port();
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = [\"http://127.0.0.1:{dead}\", \"http://{addr}\"]\n\
+         balance = \"first\"\nmax_fails = 0\nhost = \"upstream\"\nstrip_prefix = true\n"
+    ));
+    let s = b.start();
+    for _ in 0..2 {
+        let r = s.get("/api/account");
+        assert_eq!(r.status, 302, "{}", r.head);
+        assert_eq!(r.header("location"), Some("/api/login?next=/"));
+    }
+    assert!(s.stderr().contains("sent again to"), "{}", s.stderr());
 }
 
 #[test]

@@ -558,6 +558,10 @@ impl ProxyBody {
         if let Some(keep) = self.plan.opts.keep.as_mut() {
             keep.to = to.clone();
         }
+        // (A `Location` naming the upstream names the one that answers.)
+        if let Some(r) = self.plan.opts.answer.relocate.as_mut() {
+            r.upstream = to.clone();
+        }
     }
 
     /// Why the socket's error `e` ended this attempt, for the log: a kept
