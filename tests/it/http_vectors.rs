@@ -31,7 +31,6 @@ const BODY_LIMITS: BodyLimits = BodyLimits {
 };
 
 // Why brisk differs, one line each; the cases below point at these.
-const NO_LENGTH: &str = "PUT/POST with neither Content-Length nor chunked: brisk answers 411";
 const NO_VERSION: &str = "HTTP/0.9-style request line without a version: brisk answers 400";
 const METHOD: &str = "any token is a method at parse level (501 later); llhttp keeps a method list";
 const UPGRADE: &str = "llhttp pauses on Upgrade/CONNECT; brisk has no upgrade and reads on";
@@ -44,11 +43,7 @@ const RAW_UTF8: &str = "raw UTF-8 in the target is accepted, as nginx, lighttpd 
 
 /// `source` suffix (file:line in llhttp's tests) → reason.
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    ("test/request/connection.md:9", NO_LENGTH),
-    ("test/request/connection.md:37", NO_LENGTH),
-    ("test/request/connection.md:239", NO_LENGTH),
-    ("test/request/connection.md:267", NO_LENGTH),
-    ("test/request/connection.md:456", NO_LENGTH),
+    ("test/request/connection.md:682", UPGRADE),
     ("test/request/connection.md:716", UPGRADE),
     ("test/request/content-length.md:447", SKIP_BODY),
     ("test/request/invalid.md:69", METHOD),

@@ -504,12 +504,9 @@ pub fn parse_head<'a>(
     let body = match sem.content_length {
         Some(n) => BodyFraming::Length(n),
         None if sem.te_chunked => BodyFraming::Chunked,
-        None if matches!(method, Method::Post | Method::Put | Method::Patch) => {
-            return Err(ParseError {
-                status: Status::LENGTH_REQUIRED,
-                reason: "request body without Content-Length",
-            });
-        }
+        // Neither: no body, whatever the method (RFC 9112 §6.3 ¶7), as
+        // over HTTP/2; not 411 (`curl -X POST`, a logout or a webhook
+        // sent without one).
         None => BodyFraming::None,
     };
     if sem.expect_other {

@@ -554,13 +554,8 @@ impl OwnedRequest {
     /// or none), and the connection's life is not the request's
     /// business. `Expect: 100-continue` stays: a client may wait for an
     /// interim 100 before its DATA (RFC 9113 §8.1), sent when its body is
-    /// read (none if it ended its stream). With `synthetic`, the head's last
-    /// field was written only to get past the HTTP/1.1 rules on bodies
-    /// and is dropped.
-    pub fn as_http2(&mut self, body: BodyFraming, synthetic: bool) {
-        if synthetic {
-            self.headers.pop();
-        }
+    /// read (none if it ended its stream).
+    pub fn as_http2(&mut self, body: BodyFraming) {
         self.version = Version::Http2;
         self.body = body;
         self.keep_alive = true;
@@ -613,11 +608,11 @@ impl OwnedRequest {
         match req.parse(&head, limits) {
             Ok(Some(_)) => {
                 if self.version == Version::Http2 {
-                    req.as_http2(BodyFraming::None, false);
+                    req.as_http2(BodyFraming::None);
                 }
                 #[cfg(feature = "http3")]
                 if self.version == Version::Http3 {
-                    req.as_http2(BodyFraming::None, false);
+                    req.as_http2(BodyFraming::None);
                     req.as_http3();
                 }
                 // (The same client asks, in the same request: its

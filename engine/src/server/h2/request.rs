@@ -128,36 +128,18 @@ pub fn fill(
             }
         }
     }
+    // The body is framed by the protocol: the head says nothing of it but
+    // a content-length the client sent (RFC 9113 §8.1.1: optional).
     let body = match (end_stream, r.content_length()) {
         _ if websocket => BodyFraming::None,
         (true, _) => BodyFraming::None,
         (false, Some(n)) => BodyFraming::Length(n),
         (false, None) => BodyFraming::Chunked,
     };
-    // A body of unknown length: HTTP/1.1 would ask for chunked coding
-    // (or answer 411), so the head says so, and the field is dropped.
-    // No body at all (the stream ended with its head) is a length known
-    // to be zero (RFC 9113 §8.1.1: content-length is optional), which a
-    // POST, PUT or PATCH is told the same way, not answered 411.
-    let synthetic = match body {
-        BodyFraming::Chunked => {
-            field(head, b"transfer-encoding", b"chunked");
-            true
-        }
-        BodyFraming::None
-            if !websocket
-                && r.content_length().is_none()
-                && matches!(r.method(), b"POST" | b"PUT" | b"PATCH") =>
-        {
-            field(head, b"content-length", b"0");
-            true
-        }
-        _ => false,
-    };
     head.extend_from_slice(b"\r\n");
     match req.parse(head, limits)? {
         Some(_) => {
-            req.as_http2(body, synthetic);
+            req.as_http2(body);
             Ok(())
         }
         None => Err(ParseError::bad_request("incomplete request head")),
@@ -266,11 +248,7 @@ mod tests {
             "cookies joined"
         );
         assert_eq!(req.body(), BodyFraming::Chunked, "a body of unknown length");
-        assert_eq!(
-            req.header("transfer-encoding"),
-            None,
-            "the synthetic field is gone"
-        );
+        assert_eq!(req.header("transfer-encoding"), None);
         assert!(req.keep_alive() && !req.expect_continue());
         // A Host naming another authority: malformed (RFC 9113 §8.3.1).
         let r = h2_request(&[
