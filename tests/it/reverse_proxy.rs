@@ -154,6 +154,38 @@ fn a_request_that_names_no_host_is_forwarded_for_the_address_it_came_to() {
     assert_eq!(up.requests(), [for_the_address("/api/a", &s)]);
 }
 
+/// Behind a proxy `[proxy] trusted` names, its chain is kept and the
+/// hop brisk got the request from is appended: that proxy's address
+/// (RFC 7239 §5.2), not again the client it names (the upstream got
+/// `X-Forwarded-For: 198.51.100.1, 203.0.113.9, 203.0.113.9`).
+#[cfg(feature = "ops")]
+#[test]
+fn behind_a_trusted_proxy_its_address_is_the_hop_appended() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[proxy]\ntrusted = [\"127.0.0.1\"]\n\
+         [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\n",
+        up.addr
+    ));
+    let s = b.start();
+    let r = s.request(
+        b"GET /api/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+          X-Forwarded-For: 198.51.100.1, 203.0.113.9\r\nX-Forwarded-Proto: https\r\n\
+          Forwarded: for=203.0.113.9;proto=https\r\n\r\n",
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(
+        up.requests(),
+        ["GET /api/a HTTP/1.1\r\nHost: x\r\n\
+          X-Forwarded-For: 198.51.100.1, 203.0.113.9, 127.0.0.1\r\n\
+          X-Forwarded-Proto: https\r\nX-Forwarded-Host: x\r\n\
+          Forwarded: for=203.0.113.9;proto=https, for=127.0.0.1;proto=https;host=\"x\"\r\n\r\n"]
+    );
+}
+
 /// The same over HTTP/2 without `:authority` (they said nothing: an
 /// empty `Host`), as over HTTP/1.0.
 #[cfg(feature = "http2")]

@@ -158,6 +158,9 @@ pub struct Forwarded {
     pub addr: std::net::SocketAddr,
     /// Whether it spoke HTTPS to them, when they said.
     pub https: Option<bool>,
+    /// The trusted proxy that said so (the connection's peer): the hop
+    /// a proxied request's `X-Forwarded-For` and `Forwarded` append.
+    pub by: std::net::IpAddr,
 }
 
 impl Default for OwnedRequest {

@@ -19,7 +19,7 @@
 //! else.
 
 use crate::ascii::IgnoreCase;
-use std::net::SocketAddr;
+use std::net::IpAddr;
 
 use crate::http::grammar::{has_token, is_token};
 use crate::http::request::OwnedRequest;
@@ -48,8 +48,10 @@ pub struct Forward<'a> {
     /// The host the client asked for (`X-Forwarded-Host`, `Forwarded`'s
     /// `host=`): see `http::host_or`.
     pub client_host: &'a [u8],
-    /// The client, as brisk (or proxies it trusts) saw it.
-    pub client: SocketAddr,
+    /// Who brisk got the request from (the connection's peer: the client,
+    /// or the trusted proxy in front of it), the hop `X-Forwarded-For`
+    /// and `Forwarded`'s `for=` add (RFC 7239 §5.2).
+    pub hop: IpAddr,
     /// The client spoke HTTPS (to brisk, or to the trusted proxy).
     pub https: bool,
     /// The request came through trusted proxies: their forwarding
@@ -243,8 +245,8 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
         !(f.set.iter().any(|(n, _)| is(n.as_bytes(), name))
             || f.remove.iter().any(|n| is(n.as_bytes(), name)))
     };
-    // (The client's address as text once, for both fields that name it.)
-    let ip = f.client.ip().to_canonical();
+    // (The hop's address as text once, for both fields that name it.)
+    let ip = f.hop.to_canonical();
     let mut text = [0; 45];
     let client = ip_text(ip, &mut text);
     if own("X-Forwarded-For") {

@@ -24,7 +24,7 @@ fn forward<'a>(req: &'a OwnedRequest, client: &str) -> Forward<'a> {
         target: req.target(),
         host: req.host().unwrap(),
         client_host: req.host().unwrap(),
-        client: client.parse::<SocketAddr>().unwrap(),
+        hop: client.parse::<SocketAddr>().unwrap().ip(),
         https: false,
         trusted: false,
         via: false,
@@ -157,6 +157,7 @@ fn a_client_cannot_name_itself_without_trusted_proxies() {
     req.set_forwarded(Forwarded {
         addr: "10.0.0.2:0".parse().unwrap(),
         https: Some(true),
+        by: "192.0.2.7".parse().unwrap(),
     });
     let mut f = forward(&req, "192.0.2.7:1");
     f.trusted = true;

@@ -296,7 +296,7 @@ fn upstream_plan(
         target,
         host,
         client_host,
-        client: routing.client.peer,
+        hop: forwarded.map_or(routing.client.peer.ip(), |f| f.by),
         https,
         trusted: forwarded.is_some(),
         via: rule.via,

@@ -99,6 +99,7 @@ impl Worker {
             req.set_forwarded(Forwarded {
                 addr: client.addr,
                 https: client.https,
+                by: c.peer.ip(),
             });
         }
         Ok(())

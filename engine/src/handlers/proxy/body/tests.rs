@@ -3,7 +3,6 @@
 //! makes of what it answers.
 
 use std::io::{Read as _, Write as _};
-use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
 
 use super::*;
@@ -47,7 +46,7 @@ fn forwarded(head: &str, body: BodyOut) -> Vec<u8> {
         target: req.target(),
         host: req.host().unwrap(),
         client_host: req.host().unwrap(),
-        client: "192.0.2.7:5000".parse::<SocketAddr>().unwrap(),
+        hop: "192.0.2.7".parse().unwrap(),
         https: false,
         trusted: false,
         via: false,
