@@ -397,8 +397,8 @@ fn none_reachable_is_a_502_then_every_one_down_a_503() {
     assert_eq!(
         error_lines(&s, "; 503"),
         [
-            format!("[error] proxy {one}: cannot reach the upstream: {refused}; sent again to proxy {two}"),
-            format!("[error] proxy {two}: cannot reach the upstream: {refused}"),
+            format!("[error] proxy {one} (\"GET /api/x\"): cannot reach the upstream: {refused}; sent again to proxy {two}"),
+            format!("[error] proxy {two} (\"GET /api/x\"): cannot reach the upstream: {refused}"),
             format!(
                 "[error] reverse proxy path /api/: GET /api/x?y: no live upstreams \
                  ({a} down Ns more after 1 failure, {b} down Ns more after 1 failure); 503"
@@ -444,6 +444,7 @@ fn every_fastcgi_server_down_is_a_503_told_in_one_line() {
 #[test]
 fn an_h2_streams_502_and_504_are_told_once() {
     // Over HTTP/2 the failure's line had a second, "504 answering /api/x".
+    // Each names the request (the upstream alone did not say which).
     use common::h2::H2;
     let quiet = App::start("quiet", Mode::Silent);
     let s = brisk(&format!(
@@ -461,12 +462,12 @@ fn an_h2_streams_502_and_504_are_told_once() {
         lines,
         [
             format!(
-                "[error] proxy {}: the upstream was silent for read_timeout; given up",
+                "[error] proxy {} (\"GET /api/x\"): the upstream was silent for read_timeout; given up",
                 quiet.url()
             ),
             format!(
-                "[error] proxy {}: cannot reach the upstream: Connection refused (os error 111)",
-                lines[1].split(' ').nth(2).unwrap().trim_end_matches(':')
+                "[error] proxy {} (\"GET /gone/x\"): cannot reach the upstream: Connection refused (os error 111)",
+                lines[1].split(' ').nth(2).unwrap()
             ),
         ]
     );
@@ -502,8 +503,9 @@ fn a_kept_connection_the_upstream_closed_is_replaced_for_a_get_only() {
     // got its answer (an error, and "cannot reach", before).
     let line = s.wait_stderr_line("sent again to");
     let to = format!("proxy http://{}", a.addr);
-    let want =
-        format!(" [warn] {to}: a kept connection was closed by the upstream; sent again to {to}");
+    let want = format!(
+        " [warn] {to} (\"GET /api/1\"): a kept connection was closed by the upstream; sent again to {to}"
+    );
     assert!(line.ends_with(&want), "{line}");
     // A POST on the kept connection it then drops is not sent again.
     c.send(b"POST /api/p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");

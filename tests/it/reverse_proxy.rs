@@ -385,7 +385,7 @@ fn a_redirect_to_the_upstreams_own_address_is_made_brisks() {
         assert_eq!(r.status, 302, "{}", r.head);
         assert_eq!(r.header("location"), Some("/api/login?next=/"));
     }
-    assert!(s.stderr().contains("sent again to"), "{}", s.stderr());
+    s.wait_stderr_line("sent again to");
 }
 
 #[test]

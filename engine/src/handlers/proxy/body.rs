@@ -219,8 +219,12 @@ pub struct ProxyBody {
     /// Bytes as they are, or TLS.
     link: Link,
     /// The request head, kept to be sent again (another attempt) when
-    /// its method is idempotent; else empty.
+    /// its method is idempotent; else its request line alone (for the
+    /// log: see `label`).
     head: Vec<u8>,
+    /// The label with the request (`proxy URL ("GET /x")`), made when a
+    /// line first asks for it (none is logged for most requests).
+    named: std::cell::OnceCell<String>,
     /// Bytes written to this socket (the head's, then the body's).
     written: usize,
     /// The socket is a kept connection (the pool's), not a new one.
@@ -317,10 +321,13 @@ impl ProxyBody {
         // see `Drop`.)
         let spare = || spare_buffer(&opts.keep);
         let pool = pool_of(&opts.keep);
-        let mut kept_head = Vec::new();
-        if again {
-            kept_head = spare();
-            kept_head.extend_from_slice(&head);
+        let mut kept_head = spare();
+        match again {
+            true => kept_head.extend_from_slice(&head),
+            false => {
+                let line = head.iter().position(|&b| b == b'\r');
+                kept_head.extend_from_slice(&head[..line.unwrap_or(0)]);
+            }
         }
         let head_buf = spare();
         let mut outbox = Outbox::starting_with(head);
@@ -335,6 +342,7 @@ impl ProxyBody {
                 sock: Socket::new(sock),
                 link: Link::Plain,
                 head: kept_head,
+                named: std::cell::OnceCell::new(),
                 written: 0,
                 dialed: None,
                 kept: false,
@@ -428,7 +436,7 @@ impl ProxyBody {
         }
         if let Some(e) = failed {
             let why = format!("cannot connect: {e}");
-            let label = body.plan.opts.label.clone();
+            let label = body.label().to_string();
             if !body.try_again(false, &why) {
                 // (Tried again elsewhere, the notes tell this one too.)
                 if body.notes.is_empty() {
@@ -487,7 +495,7 @@ impl ProxyBody {
             let Some(i) = pick else {
                 if !first {
                     // (The first failure is the caller's to tell.)
-                    let note = format!("{}: {why}", self.plan.opts.label);
+                    let note = format!("{}: {why}", self.label());
                     self.notes.push((Level::Error, note));
                 }
                 return false;
@@ -508,7 +516,7 @@ impl ProxyBody {
                 level,
                 format!(
                     "{}: {why}; sent again to {}",
-                    self.plan.opts.label,
+                    self.label(),
                     dial::label(&to)
                 ),
             ));
@@ -521,7 +529,7 @@ impl ProxyBody {
                 }
                 Err(e) => {
                     turn.group.borrow_mut().failed(i, now);
-                    self.plan.opts.label = dial::label(&to).into();
+                    self.relabel(&to);
                     why = format!("cannot connect: {e}");
                 }
             }
@@ -553,7 +561,7 @@ impl ProxyBody {
         self.outbox.replace_front(unsent, &head);
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
-        self.plan.opts.label = dial::label(to).into();
+        self.relabel(to);
         self.answered.to(dial::addr_at(to, tried));
         if let Some(keep) = self.plan.opts.keep.as_mut() {
             keep.to = to.clone();
@@ -562,6 +570,12 @@ impl ProxyBody {
         if let Some(r) = self.plan.opts.answer.relocate.as_mut() {
             r.upstream = to.clone();
         }
+    }
+
+    /// Names upstream `to` in its log lines from now on.
+    fn relabel(&mut self, to: &super::Upstream) {
+        self.plan.opts.label = dial::label(to).into();
+        self.named = std::cell::OnceCell::new();
     }
 
     /// Why the socket's error `e` ended this attempt, for the log: a kept
@@ -1058,7 +1072,20 @@ fn reply_head(
 
 impl Produce for ProxyBody {
     fn label(&self) -> &str {
-        &self.plan.opts.label
+        self.named.get_or_init(|| {
+            let mut line = self
+                .head
+                .split(|&b| b == b'\r')
+                .next()
+                .unwrap_or_default()
+                .split(|&b| b == b' ');
+            let (method, target) = (
+                line.next().unwrap_or_default(),
+                line.next().unwrap_or_default(),
+            );
+            let label = self.plan.opts.label.as_bytes().to_vec();
+            crate::handlers::relay::with_request(label, method, target)
+        })
     }
 
     fn head_written(&mut self, headers: Vec<u8>) {

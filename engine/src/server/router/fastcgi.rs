@@ -16,6 +16,7 @@ use crate::handlers::fastcgi::script::{Found, Script};
 use crate::handlers::fastcgi::{params, FastcgiPlan};
 use crate::handlers::proxy::balance::{Group, Shared, Tries};
 use crate::handlers::proxy::pool::Keep;
+use crate::handlers::relay::with_request;
 use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
@@ -190,42 +191,14 @@ pub(super) fn group(rule: &FastcgiRule) -> Shared {
 }
 
 /// The label of request `req` for `script` in the log, which every line
-/// about it starts with: `fastcgi FILE ("GET /target")`. The script
-/// alone names no request when one front controller answers them all;
-/// nginx ends its lines with `request: "GET /target HTTP/1.1"`. (The
-/// target as sent, quoted; the logger escapes what is left.) Written in
-/// `label` (empty).
+/// about it starts with: `fastcgi FILE ("GET /target")` (see
+/// [`with_request`]). Written in `label` (empty).
 fn label(script: &std::path::Path, req: &OwnedRequest, mut label: Vec<u8>) -> String {
-    let (method, target) = (req.method_token(), req.target());
     let name = script.as_os_str().as_bytes();
-    label.reserve(16 + name.len() + method.len() + target.len());
+    label.reserve(16 + name.len() + req.method_token().len() + req.target().len());
     label.extend_from_slice(b"fastcgi ");
     label.extend_from_slice(name);
-    label.extend_from_slice(b" (\"");
-    push_escaped(&mut label, method);
-    label.push(b' ');
-    push_escaped(&mut label, target);
-    label.extend_from_slice(b"\")");
-    // (Checked once whole: only the file's name may not be UTF-8, and is
-    // then decoded lossily, as `to_string_lossy` would.)
-    String::from_utf8(label).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// Appends `bytes` to `out` escaped as `str::escape_debug` escapes them
-/// (lossily decoded). Printable ASCII other than quotes and `\`, what a
-/// method and nearly every target are, goes as it is: the formatting
-/// machinery took ~1,900 instructions a FastCGI request.
-fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
-    use std::io::Write as _;
-    match bytes
-        .iter()
-        .all(|&b| matches!(b, b' '..=b'~') && !matches!(b, b'"' | b'\'' | b'\\'))
-    {
-        true => out.extend_from_slice(bytes),
-        false => {
-            let _ = write!(out, "{}", String::from_utf8_lossy(bytes).escape_debug());
-        }
-    }
+    with_request(label, req.method_token(), req.target())
 }
 
 #[cfg(test)]
@@ -263,7 +236,7 @@ mod tests {
             b"",
         ] {
             let mut out = Vec::new();
-            super::push_escaped(&mut out, s);
+            crate::handlers::relay::push_escaped(&mut out, s);
             let want = String::from_utf8_lossy(s).escape_debug().to_string();
             assert_eq!(out, want.as_bytes(), "{s:?}");
         }

@@ -218,7 +218,7 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        if let Err(full) = self.room_for(c, stream, body.label(), r) {
+        if let Err(full) = self.room_for(c, stream, &*body, r) {
             body.stop();
             return Err(full);
         }
@@ -270,13 +270,15 @@ impl Worker {
         &mut self,
         c: &Conn,
         stream: Option<u32>,
-        label: &str,
+        body: &dyn Produce,
         r: &mut Request,
     ) -> Result<(), Plan> {
         if stream.is_none() || !programs_full(c) {
             return Ok(());
         }
-        Err(self.no_room_503(c, &label, r))
+        // (Asked only here: a proxied request's label is made when first
+        // asked.)
+        Err(self.no_room_503(c, &body.label(), r))
     }
 
     /// The 503 for request `r`, which found no room for its program or

@@ -725,7 +725,7 @@ fn a_connect_timeout_sends_an_idempotent_request_to_the_next_upstream() {
     let sent = String::from_utf8(head.clone()).unwrap();
     let again = sent.replacen("\r\nHost: example.org", "\r\nHost: localhost", 1);
     assert_eq!(received(&mut up, again.len()), again);
-    assert!(p.label().ends_with("b.sock"), "{}", p.label());
+    assert!(p.label().ends_with("b.sock (\"GET /a\")"), "{}", p.label());
     // Silent now after its head: 504, and a failure of its own.
     let mut opts = options(BodyOut::None);
     opts.turn = Some(turn(vec![b.upstream(), away], true));
