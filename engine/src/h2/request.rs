@@ -218,6 +218,13 @@ impl Request {
         self.too_large
     }
 
+    /// Marks it over the size, unread (an HTTP/3 HEADERS frame too large
+    /// to read: see `h3::frame::Event::TooLarge`).
+    #[cfg(feature = "http3")]
+    pub fn set_too_large(&mut self) {
+        self.too_large = true;
+    }
+
     /// `:method`.
     pub fn method(&self) -> &[u8] {
         self.method.map_or(&[][..], |s| self.get(s))

@@ -27,8 +27,8 @@ pub struct Limits {
     /// answered with a Retry ([http3] retry_above).
     pub retry_above: usize,
     /// SETTINGS_MAX_FIELD_SECTION_SIZE: larger request heads are answered
-    /// 431 (as [`Request::too_large`] says); a HEADERS frame larger than
-    /// it is refused unread.
+    /// 431 (as [`Request::too_large`] says), a HEADERS frame larger than
+    /// it unread; one over twice it closes the connection.
     pub max_field_section_size: usize,
 }
 
@@ -348,6 +348,19 @@ impl Conn {
                         }
                     }
                 }
+                (FrameEvent::TooLarge, Phase::Head) => {
+                    // Answered 431, its section unread: never to be
+                    // acknowledged (RFC 9204 §4.4.2, as `forget` says).
+                    request.clear(max, false);
+                    request.set_too_large();
+                    decoder.say(id, 6, 0x40);
+                    (*length, *phase, pending) = (None, Phase::Body, true);
+                    None
+                }
+                (FrameEvent::TooLarge, Phase::Body) => Some(Failure::Stream(Error::new(
+                    STREAM,
+                    "trailers over the field section size",
+                ))),
                 (FrameEvent::Frame(frame::HEADERS, p), Phase::Body) => {
                     if std::mem::take(&mut pending) {
                         on(RequestEvent::Head { end: false });
@@ -359,7 +372,12 @@ impl Conn {
                     }
                     decoded.err()
                 }
-                (FrameEvent::Data(_) | FrameEvent::Frame(frame::HEADERS, _), _) => Some(conn_err(
+                (
+                    FrameEvent::Data(_)
+                    | FrameEvent::Frame(frame::HEADERS, _)
+                    | FrameEvent::TooLarge,
+                    _,
+                ) => Some(conn_err(
                     Code::FRAME_UNEXPECTED,
                     "a frame after the trailers",
                 )),
@@ -415,6 +433,11 @@ impl Conn {
         result
     }
 
+    /// Whether request stream `id` is being read (begun, not ended).
+    pub fn reads(&self, id: u64) -> bool {
+        self.requests.contains_key(&id)
+    }
+
     /// Whether a request stream has begun its head and not finished it.
     pub fn heads_pending(&self) -> bool {
         self.requests.values().any(|r| r.phase == Phase::Head)
@@ -465,7 +488,9 @@ fn head(
         // No SETTINGS_ENABLE_CONNECT_PROTOCOL is sent: no :protocol.
         (!trailers && r.protocol().is_some()).then_some("a :protocol without extended CONNECT")
     });
-    let why = why.or_else(|| (!trailers && !has_authority(r)).then_some("no authority"));
+    // (A section over the size is answered 431, whatever it said.)
+    let why = why
+        .or_else(|| (!trailers && !r.too_large() && !has_authority(r)).then_some("no authority"));
     match why {
         Some(why) => Err(Failure::Stream(Error::new(STREAM, why))),
         None => Ok(()),
@@ -554,6 +579,8 @@ fn control_frame(
 ) -> Result<(), Error> {
     let (kind, payload) = match ev {
         FrameEvent::Data(_) => (frame::DATA, &[][..]),
+        // (Not told on a control stream: its HEADERS are an error.)
+        FrameEvent::TooLarge => (frame::HEADERS, &[][..]),
         FrameEvent::Frame(kind, payload) => (kind, payload),
     };
     let id_error = |reason| Err(Error::new(Code::ID_ERROR, reason));

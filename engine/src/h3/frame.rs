@@ -41,6 +41,10 @@ pub enum Event<'a> {
     Data(&'a [u8]),
     /// A whole frame of another known type: its type and payload.
     Frame(u64, &'a [u8]),
+    /// A HEADERS frame over the field section size, but within twice it
+    /// (as much as is decoded, to answer 431 rather than refuse): its
+    /// payload is skipped unread, as an unknown frame's.
+    TooLarge,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +124,7 @@ impl Reader {
                     }
                     self.state = self.start(kind, len)?;
                     match self.state {
+                        State::Skip(_) if kind == HEADERS => on(Event::TooLarge)?,
                         State::Whole(kind, 0) => {
                             self.state = State::Head;
                             on(Event::Frame(kind, &[]))?;
@@ -220,6 +225,11 @@ impl Reader {
                     _ => MAX_CONTROL_PAYLOAD,
                 };
                 if len > max as u64 {
+                    // (A head just over the size is answered 431, as over
+                    // HTTP/1.1 and HTTP/2: see `Event::TooLarge`.)
+                    if kind == HEADERS && len <= 2 * max as u64 + 1024 {
+                        return Ok(State::Skip(len));
+                    }
                     return Err(Error::new(Code::EXCESSIVE_LOAD, "frame too large"));
                 }
                 Ok(State::Whole(kind, len))

@@ -6,7 +6,10 @@ Reads one JSON document on stdin:
                  "body": BASE64 or absent, or "text": the body as text,
                  "raw": [[k, v], ...] instead of the four pseudo-headers
                  and headers, for malformed requests,
-                 "trailers": [[k, v], ...] after the body}, ...]}
+                 "trailers": [[k, v], ...] after the body,
+                 "raw_after": BASE64, bytes sent on the stream as they
+                 are after its HEADERS (frames of the test's making),
+                 then its end}, ...]}
 sends every request at once (one stream each) on one QUIC connection to
 127.0.0.1:port (or "host": ADDRESS), and prints one JSON document on stdout:
   {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
@@ -178,7 +181,12 @@ class Client(QuicConnectionProtocol):
         body = base64.b64decode(req["body"]) if "body" in req else None
         if "text" in req:
             body = req["text"].encode()
-        self.h3.send_headers(sid, fields, end_stream=body is None)
+        if "raw_after" in req:
+            self.h3.send_headers(sid, fields, end_stream=False)
+            q.send_stream_data(sid, base64.b64decode(req["raw_after"]), end_stream=True)
+            body = None
+        else:
+            self.h3.send_headers(sid, fields, end_stream=body is None)
         if self.each_window is not None and sid not in self.stalled:
             # (The other streams get aioquic's usual window at once.)
             q._streams[sid].max_stream_data_local = q._configuration.max_stream_data

@@ -13,7 +13,10 @@ and prints one JSON document on stdout. Modes:
     and the stream's end (a stream error, H3_MESSAGE_ERROR, RFC 9114
     §4.1.2; the client never cancels anything, and it does not answer
     the server's STOP_SENDING with a RESET_STREAM, as an attacker would
-    not). With "malformed": true, each is the head of a POST whose
+    not). With "underrun": true, the same with content-length 10 and 3
+    bytes of DATA: the server reads the short body's end after it
+    answered (it wanted no body), where it is as much the client's fault.
+    With "malformed": true, each is the head of a POST whose
     user-agent ends in a space (malformed, RFC 9114 §4.2), its 5-byte
     body to follow, which the server resets; the client, its body still
     to send, answers the server's STOP_SENDING with RESET_STREAM (RFC 9000
@@ -123,7 +126,8 @@ async def resets(spec, client):
         (b":authority", b"a.test"),
         (b":path", spec.get("path", "/").encode()),
     ]
-    if spec.get("overrun"):
+    short = spec.get("underrun")
+    if spec.get("overrun") or short:
         # (aioquic answers STOP_SENDING with RESET_STREAM even for a stream
         # it has ended: here the frame is read and ignored.)
         handlers = quic._QuicConnection__frame_handlers
@@ -146,9 +150,10 @@ async def resets(spec, client):
             await asyncio.sleep(0.002)
         if client.terminated is not None:
             break
-        if spec.get("overrun"):
-            client.h3.send_headers(sid, fields + [(b"content-length", b"1")])
-            client.h3.send_data(sid, b"xy", end_stream=True)
+        if spec.get("overrun") or short:
+            length = b"10" if short else b"1"
+            client.h3.send_headers(sid, fields + [(b"content-length", length)])
+            client.h3.send_data(sid, b"xyz" if short else b"xy", end_stream=True)
         elif malformed:
             client.h3.send_headers(sid, fields, end_stream=False)
         else:

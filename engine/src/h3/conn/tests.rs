@@ -500,11 +500,31 @@ fn a_head_over_the_size_limit_is_told_too_large() {
     let (told, failed) = script(&mut c, &[&headers(&fields)], true);
     assert_eq!((told.len(), failed), (2, None));
     assert!(c.request().too_large());
-    // A HEADERS frame over the limit is refused before it is read.
+    // A HEADERS frame over the limit is not read, and told too large
+    // (431, as over HTTP/1.1 and HTTP/2; it closed the connection), the
+    // stream's body still read; the section is cancelled on the decoder
+    // stream, never to be acknowledged (RFC 9204 §4.4.2).
     let mut big = Vec::new();
     frame::write_head(frame::HEADERS, 1001, &mut big);
+    big.extend_from_slice(&[0x2a; 1001]);
+    let mut c = fresh();
+    let (told, failed) = script(&mut c, &[&big, &data(b"x")], true);
     assert_eq!(
-        code(script(&mut fresh(), &[&big], false).1),
+        (told, failed),
+        (
+            vec!["head end=false".into(), "body x".into(), "end".into()],
+            None
+        )
+    );
+    assert!(c.request().too_large());
+    // (The decoder stream's type, then Stream Cancellation of stream 0.)
+    assert_eq!(c.decoder_bytes(), [0x03, 0x40]);
+    // One over twice the limit (as much as is decoded) is refused before
+    // it is read: the connection closes.
+    let mut huge = Vec::new();
+    frame::write_head(frame::HEADERS, 2 * 1000 + 1025, &mut huge);
+    assert_eq!(
+        code(script(&mut fresh(), &[&huge], false).1),
         (true, Code::EXCESSIVE_LOAD)
     );
 }

@@ -22,6 +22,10 @@ fn read(input: &[u8], step: usize, max_headers: usize) -> Result<Vec<(u64, Vec<u
                     out.push((kind, payload.to_vec()));
                     data_open = false;
                 }
+                Event::TooLarge => {
+                    out.push((u64::MAX, Vec::new()));
+                    data_open = false;
+                }
             }
             Ok(())
         })?;
@@ -79,8 +83,19 @@ fn http2_frame_types_are_refused() {
 
 #[test]
 fn large_frames_are_refused_before_their_payload() {
+    // HEADERS over the limit: skipped and told (answered 431), up to
+    // twice the limit and 1 KiB; past that refused before its payload.
     let mut input = Vec::new();
     write_head(HEADERS, 101, &mut input);
+    input.extend_from_slice(&[7; 101]);
+    write_head(HEADERS, 1, &mut input);
+    input.push(9);
+    assert_eq!(
+        read(&input, 1, 100).unwrap(),
+        [(u64::MAX, vec![]), (HEADERS, vec![9])]
+    );
+    let mut input = Vec::new();
+    write_head(HEADERS, 2 * 100 + 1025, &mut input);
     assert_eq!(read(&input, 1, 100).unwrap_err().code, Code::EXCESSIVE_LOAD);
     let mut input = Vec::new();
     write_head(SETTINGS, MAX_CONTROL_PAYLOAD as u64 + 1, &mut input);

@@ -35,6 +35,14 @@ pub fn fill(
     head: &mut Vec<u8>,
 ) -> Result<(), ParseError> {
     head.clear();
+    // (Over HTTP/3: over the field section size, and not read. Over
+    // HTTP/2 such a head was answered already.)
+    if r.too_large() {
+        return Err(ParseError {
+            status: Status::HEADER_FIELDS_TOO_LARGE,
+            reason: "field section over the size limit",
+        });
+    }
     let websocket = match r.protocol() {
         None => false,
         Some(p) if p.eq_ignore_case(b"websocket") => true,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use quinn_proto::{ConnectionHandle, Dir, ReadError, Side, StreamId, VarInt};
 
-use crate::h3::conn::{Conn as H3, Limits};
+use crate::h3::conn::{Conn as H3, Failure, Limits};
 use crate::h3::Code;
 use crate::server::exchange::ExchangeId;
 use crate::server::h2::{self, Pacing};
@@ -120,6 +120,10 @@ pub struct Session {
     /// The flow-control credit that the bodies of its requests waiting
     /// for their turn may take, unread (see `Worker::wait_turn`).
     pub turn_held: u64,
+    /// Why brisk closed the connection with an error (the client broke
+    /// the protocol, or flooded it), until the worker says it in the log
+    /// (`Worker::drive_h3`), as HTTP/2's closes are.
+    pub closed_for: Option<&'static str>,
 }
 
 impl Session {
@@ -161,6 +165,7 @@ impl Session {
             faults: 0,
             resets: 0,
             turn_held: 0,
+            closed_for: None,
         }
     }
 
@@ -172,39 +177,51 @@ impl Session {
     /// that the client is asked to stop sending (STOP_SENDING,
     /// H3_NO_ERROR). Asking at once is what the RFC suggests, but
     /// Chromium, asked before its upload is done, resets the upload and
-    /// never reads the answer: the request hangs.
-    pub fn refuse_rest(&mut self, id: StreamId, allowance: u64) {
-        self.h3.forget(u64::from(id));
+    /// never reads the answer: the request hangs. What it reads is
+    /// `drop_unwanted`'s to tell.
+    pub fn refuse_rest(&mut self, id: StreamId, allowance: u64) -> Result<(), Failure> {
         match self.unwanted.iter_mut().find(|(u, _)| *u == id) {
             Some((_, left)) => *left = (*left).min(allowance),
             None => self.unwanted.push((id, allowance)),
         }
-        self.drop_unwanted(id);
+        self.drop_unwanted(id).unwrap_or(Ok(()))
     }
 
     /// Reads and drops what stream `id`, whose body is not wanted, has
-    /// received; stops it once its allowance is spent. False if the
-    /// stream is not one of those.
-    pub fn drop_unwanted(&mut self, id: StreamId) -> bool {
-        let Some(i) = self.unwanted.iter().position(|(u, _)| *u == id) else {
-            return false;
-        };
+    /// received, its frames still read as any request's: one that ends
+    /// inside a frame (RFC 9114 §7.1) or with a body other than its
+    /// content-length (§4.1.2) fails as it would with its body read (it
+    /// was answered, and left open). Stops it once its allowance is
+    /// spent. None if the stream is not one of those.
+    pub fn drop_unwanted(&mut self, id: StreamId) -> Option<Result<(), Failure>> {
+        let i = self.unwanted.iter().position(|(u, _)| *u == id)?;
+        let key = u64::from(id);
         let mut left = self.unwanted[i].1;
+        let mut failed = Ok(());
+        let (h3, resets) = (&mut self.h3, &mut self.resets);
         let mut recv = self.quic.recv_stream(id);
         let over = match recv.read(true) {
             Ok(mut chunks) => {
                 let over = loop {
-                    match chunks.next(usize::MAX) {
+                    let (bytes, fin) = match chunks.next(usize::MAX) {
                         Ok(Some(chunk)) if chunk.bytes.len() as u64 <= left => {
                             left -= chunk.bytes.len() as u64;
+                            (chunk.bytes, false)
                         }
                         Ok(Some(_)) => break Some(true),
                         Err(ReadError::Blocked) => break None,
-                        Ok(None) => break Some(false),
+                        Ok(None) => (bytes::Bytes::new(), true),
                         Err(ReadError::Reset(_)) => {
-                            self.resets += 1;
+                            *resets += 1;
                             break Some(false);
                         }
+                    };
+                    // (A stream whose request has ended is read no more.)
+                    if h3.reads(key) {
+                        failed = h3.request_data(key, &bytes, fin, &mut |_| {});
+                    }
+                    if fin || failed.is_err() {
+                        break Some(false);
                     }
                 };
                 let _ = chunks.finalize();
@@ -220,9 +237,11 @@ impl Session {
                     let code = VarInt::from_u32(Code::NO_ERROR.0);
                     let _ = self.quic.recv_stream(id).stop(code);
                 }
+                // (Read no further: the decoder is told, RFC 9204 §4.4.2.)
+                self.h3.forget(key);
             }
         }
-        true
+        Some(failed)
     }
 
     /// The answer on stream `id`, if it has one.

@@ -271,10 +271,12 @@ impl Worker {
         let next = s.quic.poll_timeout();
         q.reschedule(index, s.deadline, next);
         s.deadline = next;
-        if !s.quic.is_drained() {
-            return true;
+        let (drained, closed_for) = (s.quic.is_drained(), s.closed_for.take());
+        if let Some(why) = closed_for {
+            let ip = c.peer.ip();
+            self.client_info(format_args!("client {ip}: HTTP/3 connection closed: {why}"));
         }
-        false
+        !drained
     }
 
     /// The handshake is done: the server's control stream (its type and
@@ -319,8 +321,11 @@ impl Worker {
         let mut trailers = Vec::new();
         let (mut reread, mut reset) = (false, false);
         let Some(s) = c.h3_mut() else { return };
-        if s.drop_unwanted(id) {
+        if let Some(read) = s.drop_unwanted(id) {
             s.last_read = now;
+            if let Err(f) = read {
+                failed(s, id, f, now);
+            }
             return;
         }
         // A producer that reads the body takes it as fast as it passes it
@@ -549,8 +554,11 @@ impl Worker {
     /// dropped, then the client is asked to stop sending
     /// ([`Session::refuse_rest`]).
     pub(super) fn h3_refuse_rest(&mut self, c: &mut Conn, id: u32, allowance: u64) {
+        let now = self.clock.now;
         if let Some(s) = c.h3_mut() {
-            s.refuse_rest(stream(id), allowance);
+            if let Err(f) = s.refuse_rest(stream(id), allowance) {
+                failed(s, stream(id), f, now);
+            }
         }
     }
 
@@ -888,10 +896,11 @@ impl Worker {
             return;
         };
         if !s.quic.is_drained() && !s.quic.is_closed() {
-            let why = if s.idle_close {
-                "idle"
-            } else {
-                "the server is stopping"
+            let why = match (s.idle_close, self.drain.mode) {
+                (true, _) => "idle",
+                // (A reload's workers go; the server goes on.)
+                (false, crate::server::drain::Drain::Retire) => "the server is reloading",
+                (false, _) => "the server is stopping",
             };
             close(s, Error::new(Code::NO_ERROR, why), now);
             q.transmit(s, now);
@@ -1039,8 +1048,23 @@ fn end_request(s: &mut Session, id: StreamId, key: u64, code: Code) {
     s.h3.forget(key);
 }
 
+/// Request stream `id` broke the protocol: a stream error ends it (and
+/// counts as the client's fault), a connection error closes `s`.
+fn failed(s: &mut Session, id: StreamId, f: Failure, now: Instant) {
+    match f {
+        Failure::Stream(e) => {
+            s.faults += 1;
+            end_request(s, id, u64::from(id), e.code);
+        }
+        Failure::Connection(e) => close(s, e, now),
+    }
+}
+
 /// Closes `s` with `e`'s code and reason (CONNECTION_CLOSE).
 fn close(s: &mut Session, e: Error, now: Instant) {
+    if e.code != Code::NO_ERROR {
+        s.closed_for = Some(e.reason);
+    }
     let reason = bytes::Bytes::from_static(e.reason.as_bytes());
     s.quic.close(now, VarInt::from_u32(e.code.0), reason);
 }

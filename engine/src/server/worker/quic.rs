@@ -486,12 +486,10 @@ impl Quic {
             };
         }
         if sent - c.base > self.budget.max {
-            let code = quinn_proto::VarInt::from_u32(Code::EXCESSIVE_LOAD.0);
-            conn.close(
-                now,
-                code,
-                bytes::Bytes::from_static(b"too many streams cancelled"),
-            );
+            let (code, why) = (Code::EXCESSIVE_LOAD.0, "too many streams cancelled");
+            let code = quinn_proto::VarInt::from_u32(code);
+            conn.close(now, code, bytes::Bytes::from_static(why.as_bytes()));
+            s.closed_for = Some(why);
         }
     }
 
