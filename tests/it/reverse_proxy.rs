@@ -314,6 +314,53 @@ fn a_path_an_upstream_would_read_as_another_is_refused() {
     );
 }
 
+/// A path whose `;` parameters, dropped as Tomcat, Jetty and Spring drop
+/// them, would put it under an `[[access]]` or `[[auth]]` rule that does
+/// not cover it as brisk reads it: `/admin;x/secret` passed `path =
+/// "/admin/"` (brisk's path is `/admin;x/secret`) to an application
+/// that serves `/admin/secret`. Refused 400; parameters that change no
+/// rule's verdict go on.
+#[test]
+fn a_path_whose_parameters_would_pass_a_guard_is_refused() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let mut b = Builder::new();
+    write_file(
+        &b.base().join("htpasswd"),
+        b"alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n",
+    );
+    b.config(&format!(
+        "[[access]]\npath = \"/admin/\"\ndeny = [\"all\"]\n\
+         [[auth]]\npath = \"/private/\"\nrealm = \"p\"\nhtpasswd = \"htpasswd\"\n\
+         [[reverse_proxy]]\npath = \"/\"\nto = \"http://{}\"\n",
+        up.addr
+    ));
+    let s = b.start();
+    let get = |target: &str| {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.request(raw.as_bytes())
+    };
+    assert_eq!(get("/admin/secret").status, 403);
+    assert_eq!(get("/private/x").status, 401);
+    for target in [
+        "/admin;x/secret",
+        "/admin%3bx/secret",
+        "/private;/x",
+        "/private;p=1/x",
+    ] {
+        assert_eq!(get(target).status, 400, "{target}");
+    }
+    for target in ["/shop/cart;jsessionid=1", "/a;v=2/b"] {
+        let r = get(target);
+        assert_eq!((r.status, r.text()), (200, "ok".into()), "{target}");
+    }
+    assert_eq!(up.requests().len(), 2);
+    s.wait_stderr_line(
+        "\"/admin;x/secret\": an upstream could read its path as another (';' parameters",
+    );
+}
+
 /// TRACE (and Microsoft's TRACK) would have the upstream echo the
 /// request as it got it, the rule's `headers.set` with it: refused, as
 /// nginx refuses it, and never forwarded.

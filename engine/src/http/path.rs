@@ -274,6 +274,25 @@ pub fn read_otherwise(path: &[u8]) -> bool {
     false
 }
 
+/// `path` without its segments' parameters (from a `;` to the segment's
+/// end, RFC 3986 §3.3): the path Tomcat, Jetty and Spring route on
+/// (`/admin;x/secret` is `/admin/secret` to them).
+pub fn without_params(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    let mut skipping = false;
+    for &b in path {
+        skipping = match b {
+            b'/' => false,
+            b';' => true,
+            _ => skipping,
+        };
+        if !skipping {
+            out.push(b);
+        }
+    }
+    out
+}
+
 /// Whether the raw path `raw` (as the client spelt it, escapes and all)
 /// holds a dot segment, `.` or `..` spelt with `%2e` or not, between
 /// `/` or `%2F`. brisk resolved it before its rules matched the path; a
@@ -366,6 +385,23 @@ pub fn has_dotfile_segment(path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_come_off_each_segment() {
+        for (path, bare) in [
+            ("/admin;x/secret", "/admin/secret"),
+            ("/a;b=1;c/d;e", "/a/d"),
+            ("/;x/y", "//y"),
+            ("/no/params", "/no/params"),
+            ("/cart;jsessionid=1", "/cart"),
+        ] {
+            assert_eq!(
+                super::without_params(path.as_bytes()),
+                bare.as_bytes(),
+                "{path}"
+            );
+        }
+    }
 
     #[test]
     fn dot_segments_are_found_however_spelt() {

@@ -127,6 +127,8 @@ impl Router {
             Some("dot segments, which it may not resolve")
         } else if read_otherwise(&routing.scratch.path) {
             Some("dot segments behind ';' or '\\'")
+        } else if guarded_otherwise(cfg.site(site), &routing.scratch.path) {
+            Some("';' parameters, which it may drop, guarded otherwise")
         } else {
             None
         };
@@ -363,6 +365,27 @@ fn upstream_plan(
             held: None,
         },
     )
+}
+
+/// Whether an upstream that drops each segment's `;` parameters before
+/// it routes (Tomcat, Jetty, Spring) would read `path` as one that a
+/// rule of `site`'s `[[access]]`, `[[auth]]` or `[[rate_limit]]` guards
+/// otherwise than brisk judged it: `/admin;x/secret`, which `path =
+/// "/admin/"` does not cover, is `/admin/secret` to it. (Parameters that
+/// change nothing, `/cart;jsessionid=1`, go on.)
+fn guarded_otherwise(site: &crate::config::SiteConfig, path: &[u8]) -> bool {
+    if !path.contains(&b';') {
+        return false;
+    }
+    let bare = crate::http::path::without_params(path);
+    let folding = &site.folding;
+    let differs = |m: &crate::http::glob::PathMatch| {
+        m.matches_in(path, folding) != m.matches_in(&bare, folding)
+    };
+    let rules = &site.admission;
+    rules.access.iter().any(|r| differs(&r.matcher))
+        || rules.rate.iter().any(|r| differs(&r.matcher))
+        || site.auth.iter().any(|r| differs(&r.matcher))
 }
 
 /// The target sent: the client's, without the rule's `path` with
