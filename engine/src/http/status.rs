@@ -74,7 +74,7 @@ impl Status {
     /// Whether brisk has a reason phrase of its own for it (one of
     /// another's is used only where it has none: `write::head`).
     pub fn has_reason(self) -> bool {
-        self.reason() != "Unknown"
+        !self.reason().is_empty()
     }
 
     /// The reason phrase for the status line.
@@ -122,7 +122,9 @@ impl Status {
             504 => "Gateway Timeout",
             505 => "HTTP Version Not Supported",
             507 => "Insufficient Storage",
-            _ => "Unknown",
+            // (None: RFC 9112 §4 lets it be empty, a client ignores it;
+            // "Unknown" read as if the status were not one.)
+            _ => "",
         }
     }
 

@@ -28,6 +28,11 @@ pub(super) fn output_site() -> Builder {
         "teapot.sh",
         "Status: 418 I am a teapot\\r\\nContent-Type: text/plain\\r\\nContent-Length: 3\\r\\n\\r\\ntea",
     );
+    printf_script(
+        &b,
+        "bare.sh",
+        "Status: 299\\r\\nContent-Type: text/plain\\r\\nContent-Length: 3\\r\\n\\r\\nabc",
+    );
     printf_script(&b, "local.sh", "Location: /file.txt\\r\\n\\r\\n");
     printf_script(
         &b,
@@ -178,6 +183,12 @@ fn status_header() {
             "Content-Type: text/plain\r\nX-Extra: one\r\nContent-Length: 3\r\n"
         )
     );
+    assert_eq!(r.text(), "abc");
+    // Without one, none (RFC 9112 §4: it may be empty; it said
+    // "Unknown", as if the status were not one).
+    c.send(b"GET /cgi-bin/bare.sh HTTP/1.1\r\nHost: h\r\n\r\n");
+    let r = c.response();
+    assert!(r.head.starts_with("HTTP/1.1 299 \r\n"), "{}", r.head);
     assert_eq!(r.text(), "abc");
 
     c.send(b"GET /cgi-bin/teapot.sh HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
