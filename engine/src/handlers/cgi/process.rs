@@ -177,13 +177,7 @@ impl Children {
             }
         }
         for (label, exit) in self.exits.borrow_mut().drain(..) {
-            let level = match exit {
-                Exit::Code(_) => Level::Warn,
-                // Its output was no longer read: the client went away.
-                Exit::Signal(libc::SIGPIPE) => Level::Info,
-                Exit::Signal(_) => Level::Error,
-            };
-            log.log(level, format_args!("{label}: {exit}"));
+            log.log(level(exit), format_args!("{label}: {exit}"));
         }
     }
 
@@ -191,6 +185,19 @@ impl Children {
     pub fn shrink(&self) {
         self.zombies.borrow_mut().shrink_to_fit();
         self.exits.borrow_mut().shrink_to_fit();
+    }
+}
+
+/// How a program's end that was not well is logged: a non-zero exit
+/// status as a warning, a signal as an error; but SIGPIPE, its output or
+/// input no longer read or written (the client went away), at info, and
+/// so status 141 (128 + SIGPIPE), which a shell script whose command
+/// met it exits with.
+fn level(exit: Exit) -> Level {
+    match exit {
+        Exit::Signal(libc::SIGPIPE) | Exit::Code(141) => Level::Info,
+        Exit::Code(_) => Level::Warn,
+        Exit::Signal(_) => Level::Error,
     }
 }
 
@@ -216,5 +223,18 @@ impl Drop for Process {
     fn drop(&mut self) {
         let children = Rc::clone(&self.children);
         children.release(self);
+    }
+}
+
+#[cfg(test)]
+mod level_tests {
+    use super::{level, Exit, Level};
+
+    #[test]
+    fn a_broken_pipe_is_info_whether_a_signal_or_a_shell_s_status() {
+        assert_eq!(level(Exit::Signal(libc::SIGPIPE)), Level::Info);
+        assert_eq!(level(Exit::Code(141)), Level::Info);
+        assert_eq!(level(Exit::Code(1)), Level::Warn);
+        assert_eq!(level(Exit::Signal(libc::SIGSEGV)), Level::Error);
     }
 }
