@@ -525,6 +525,23 @@ fn a_malformed_answer_is_a_502_never_passed_on() {
             .contains("proxy http://"),
         "the error log names the upstream"
     );
+    // A head over the limits: the line names them and their keys (it
+    // said "upstream head too large" alone).
+    let big = format!(
+        "HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n",
+        "b".repeat(100_000)
+    );
+    let up = Upstream::start(vec![Say::Bytes(Box::leak(
+        big.into_bytes().into_boxed_slice(),
+    ))]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    assert_eq!(s.get("/api/x").status, 502);
+    let line = s.wait_stderr_line("upstream head too large");
+    assert!(line.contains("(over limits.max_request_line, "), "{line}");
+    assert!(
+        line.contains(" bytes, or limits.max_header_bytes, "),
+        "{line}"
+    );
 }
 
 /// `path = "/api/"` and a request for `/api`: sent on to `/api/` with its

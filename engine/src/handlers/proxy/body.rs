@@ -688,7 +688,16 @@ impl ProxyBody {
             };
             let h = match parsed {
                 Err(e) => {
-                    let why = format!("malformed answer: {}", e.reason);
+                    let mut why = format!("malformed answer: {}", e.reason);
+                    // (The limit, and the key that sets it.)
+                    if e.reason == "upstream head too large" {
+                        let limits = &self.plan.opts.limits;
+                        let (line, head) = (limits.max_request_line, limits.max_head);
+                        why += &format!(
+                            " (over limits.max_request_line, {line} bytes, or \
+                             limits.max_header_bytes, {head})"
+                        );
+                    }
                     return Some(Gave::Fail(Status::BAD_GATEWAY, why));
                 }
                 Ok(None) => return None,
