@@ -1068,8 +1068,8 @@ fn a_head_redirected_locally_by_a_program_gets_no_data() {
 fn a_post_without_a_body_or_a_length_reaches_the_program() {
     // A POST whose HEADERS end its stream, with no content-length (curl
     // --http2 -X POST): its body is known to be empty (RFC 9113 §8.1.1).
-    // It used to be answered 411 Length Required, the HTTP/1.1 rule for
-    // a POST that cannot say how long its body is.
+    // It used to be answered 411 Length Required, as HTTP/1.1 then
+    // answered a POST without a length (now one without a body too).
     let s = cgi_site();
     let mut c = H2::connect(s.addr(), &[], 0);
     let ids = [
