@@ -510,6 +510,13 @@ fn an_upstream_that_refuses_connections_is_a_502() {
     // And one on a unix socket that is not there.
     let s = brisk("unix:/nonexistent/brisk-test.sock", "");
     assert_eq!(s.get("/api/x").status, 502);
+    // One named by a host name is named so in the log, with its port
+    // (it was named by the address it resolved to).
+    let s = brisk(&format!("http://localhost:{}", addr.port()), "");
+    assert_eq!(s.get("/api/x").status, 502);
+    let line = s.wait_stderr_line("cannot reach the upstream");
+    let want = format!("proxy http://localhost:{} (\"GET /api/x\"): ", addr.port());
+    assert!(line.contains(&want), "{line}");
 }
 
 #[test]

@@ -57,10 +57,15 @@ pub fn connect_tcp(addr: std::net::SocketAddr) -> io::Result<OwnedFd> {
 /// How log lines name the answers of `to`: `proxy http://127.0.0.1:9001`.
 pub fn label(to: &Upstream) -> String {
     match to {
+        // (By its name as written, as `to` has it, with the port it
+        // resolved to: `https://localhost:8443`, not `127.0.0.1:8443`
+        // beside a certificate's error about the name.)
         Upstream::Tcp {
-            addr, tls: true, ..
-        } => format!("proxy https://{addr}"),
-        Upstream::Tcp { addr, .. } => format!("proxy http://{addr}"),
+            addr, host, tls, ..
+        } => {
+            let scheme = if *tls { "https" } else { "http" };
+            format!("proxy {scheme}://{host}:{}", addr.port())
+        }
         Upstream::Unix(p) => format!("proxy unix:{}", p.display()),
     }
 }
