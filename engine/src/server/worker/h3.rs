@@ -39,12 +39,10 @@ use crate::sys::interleave::read_behind_prefixes;
 /// What to do with a stream once its bytes are read.
 enum Then {
     Nothing,
-    /// Stop reading it and reset it with this code.
-    Reset(Code),
     /// Stop reading it (a unidirectional stream of an unknown type).
     Stop,
-    /// Close the connection.
-    Close(Error),
+    /// The stream's failure, or the connection's (see [`failed`]).
+    Fail(Failure),
 }
 
 /// Where an answer is after its stream took what it could.
@@ -379,7 +377,7 @@ impl Worker {
                     *resets += 1;
                     reset = true;
                     if let Err(e) = h3.reset(key) {
-                        then = Then::Close(e);
+                        then = Then::Fail(Failure::Connection(e));
                     }
                     break;
                 }
@@ -391,7 +389,7 @@ impl Worker {
                 match h3.uni(key, &bytes, fin) {
                     Ok(true) => Then::Nothing,
                     Ok(false) => Then::Stop,
-                    Err(e) => Then::Close(e),
+                    Err(e) => Then::Fail(Failure::Connection(e)),
                 }
             } else {
                 let r = h3.request_data(key, &bytes, fin, &mut |ev| match ev {
@@ -403,8 +401,7 @@ impl Worker {
                     }
                 });
                 match r {
-                    Err(Failure::Stream(e)) => Then::Reset(e.code),
-                    Err(Failure::Connection(e)) => Then::Close(e),
+                    Err(f) => Then::Fail(f),
                     Ok(()) => Then::Nothing,
                 }
             };
@@ -435,13 +432,8 @@ impl Worker {
                 let _ = s.quic.recv_stream(id).stop(code);
                 s.h3.forget(key);
             }
-            Then::Reset(code) => {
-                s.faults += 1;
-                end_request(s, id, key, code);
-                return;
-            }
-            Then::Close(e) => {
-                close(s, e, now);
+            Then::Fail(f) => {
+                failed(s, id, f, now);
                 return;
             }
         }
