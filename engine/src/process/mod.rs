@@ -11,6 +11,7 @@
 //! thread: SIGINT/SIGTERM drain and stop, SIGUSR1 reopens the logs,
 //! SIGHUP reloads the configuration (`reload.rs`).
 
+mod command;
 pub mod confine;
 mod error;
 mod pid_file;
@@ -29,6 +30,7 @@ use crate::server::{Inherited, Running, Server, Speaks};
 use crate::sys::upgrade::{Program, Upgrader};
 use crate::sys::{self, signal::Signal};
 
+pub use command::command;
 pub use error::Error;
 pub use pid_file::signal_running;
 
