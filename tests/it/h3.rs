@@ -2067,6 +2067,39 @@ fn a_reload_that_needs_a_quic_socket_under_the_sandbox_says_why() {
 /// stopped and the stream's answer half reset (H3_REQUEST_INCOMPLETE,
 /// RFC 9114 §4.1): it went on waiting for a body that would never come,
 /// the stream never answered.
+/// A WebDAV PUT held whole for its body, reset by its client before the
+/// body is all in (once a request sent after it was answered, so that
+/// its head was read), is logged 499 with nothing sent, as over HTTP/1.1
+/// and HTTP/2 (webdav_uploads), and nothing is written.
+#[cfg(feature = "webdav")]
+#[test]
+fn an_upload_its_client_resets_is_logged_499() {
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    let (mut b, dav) = super::webdav::builder("");
+    b.file("index.html", b"hi");
+    b.access_log();
+    b.tls().arg("--http3");
+    let s = b.start();
+    let out = h3_spec(
+        &s,
+        json!([{"method": "PUT", "path": "/dav/cut", "headers": [["content-length", "1000"]],
+                "text": "y".repeat(500), "open": true},
+               {"method": "GET", "path": "/"}]),
+        json!({"reset_when_told": [0], "reset_after": 1}),
+    )
+    .expect("aioquic");
+    let r = &out["responses"];
+    assert_eq!(r[1]["text"], "hi", "{out}");
+    assert_eq!(r[0]["reset"], json!(0x10d), "{out}");
+    let line = s.wait_access_line(|l| crate::common::find(l, b"/dav/cut ").is_some());
+    let line = String::from_utf8_lossy(&line);
+    assert!(line.contains("\"PUT /dav/cut HTTP/3.0\" 499 0 "), "{line}");
+    assert!(super::webdav::names(&dav).is_empty());
+}
+
 #[test]
 fn a_program_whose_client_resets_its_request_stream_over_h3_is_stopped() {
     use std::os::unix::fs::PermissionsExt;

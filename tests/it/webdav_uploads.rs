@@ -156,3 +156,46 @@ fn over_http2_alike() {
     assert_eq!(fs::read(dav.join("b")).unwrap(), big);
     assert!(!dav.join("c").exists());
 }
+
+/// A PUT whose client leaves before its body is all in (held whole until
+/// then) is logged 499 with nothing sent, and nothing is written: over
+/// HTTP/1.1 its connection closed, over HTTP/2 its stream reset (the
+/// connection going on).
+#[test]
+fn an_upload_its_client_abandons_is_logged_499() {
+    let (mut b, dav) = super::webdav::builder("");
+    b.access_log();
+    let s = b.start();
+    let mut c = s.connect();
+    c.send(b"PUT /dav/cut HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4000\r\n\r\nxyz");
+    drop(c);
+    let line = s.wait_access_line(|l| find(l, b"/dav/cut ").is_some());
+    let line = String::from_utf8_lossy(&line);
+    assert!(line.contains("\"PUT /dav/cut HTTP/1.1\" 499 0 "), "{line}");
+    #[cfg(feature = "http2")]
+    {
+        use brisk::h2::frame;
+        use brisk::h2::ErrorCode;
+        let mut c = common::h2::H2::connect(s.addr(), &[], 0);
+        let block = common::h2::H2::block("PUT", "/dav/reset", &[("content-length", "4000")]);
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, 1, &block, false, 16_384);
+        out.extend_from_slice(&frame::data_head(1, 3, false));
+        out.extend_from_slice(b"xyz");
+        frame::write_rst(&mut out, 1, ErrorCode::Cancel);
+        c.send(&out);
+        c.next = 3;
+        let line = s.wait_access_line(|l| find(l, b"/dav/reset ").is_some());
+        let line = String::from_utf8_lossy(&line);
+        assert!(
+            line.contains("\"PUT /dav/reset HTTP/2.0\" 499 0 "),
+            "{line}"
+        );
+        let ok = c.request("PUT", "/dav/whole", &[], Some(b"abc"));
+        assert_eq!(c.answers(&[ok])[0].status(), "201");
+    }
+    assert_eq!(
+        super::webdav::names(&dav),
+        ["whole"; 1][..usize::from(cfg!(feature = "http2"))]
+    );
+}

@@ -460,14 +460,14 @@ impl Worker {
             }
             #[cfg(feature = "upstreams")]
             self.end_tunnel(&mut c, true);
-            // What never left (the client went away) counts as not sent.
-            settle(&mut self.logger, &mut c.out, c.sent, true);
             if let Some(wait) = c
                 .take_wait(None)
                 .and_then(|id| self.exchanges.take_wait(id))
             {
-                self.forget_wait(&mut c, None, wait);
+                self.abandon_wait(&mut c, None, wait);
             }
+            // What never left (the client went away) counts as not sent.
+            settle(&mut self.logger, &mut c.out, c.sent, true);
             // Closing the socket (dropping it) removes it from epoll.
             self.counts.release(c.peer.ip(), c.awaiting_proxy());
             self.conns.free(i);

@@ -50,7 +50,9 @@ A request's "open": true leaves its stream open after its body (no
 end); with "reset_when_told": [INDEX, ...], once a line comes on stdin
 (the spec's own line read) those requests' streams are reset
 (RESET_STREAM, H3_REQUEST_CANCELLED), and once they are answered (or
-reset), it prints "answered" (a line before the JSON).
+reset), it prints "answered" (a line before the JSON); with
+"reset_after": INDEX too, they are reset once that request is answered
+instead, nothing read on stdin nor printed before the JSON.
 Exit status 2 when aioquic is missing (the test then skips, loudly).
 """
 
@@ -269,7 +271,10 @@ async def main(spec):
         else:
             sids = [client.request(r) for r in spec["requests"]]
             if "reset_when_told" in spec:
-                told = asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+                if "reset_after" in spec:
+                    told = client.done[sids[spec["reset_after"]]]
+                else:
+                    told = asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
 
                 async def reset():
                     await told
@@ -278,7 +283,8 @@ async def main(spec):
                         client._quic.reset_stream(sid, 0x10C)
                     client.transmit()
                     await asyncio.gather(*(client.done[s] for s in reset))
-                    print("answered", flush=True)
+                    if "reset_after" not in spec:
+                        print("answered", flush=True)
 
                 resetting = asyncio.ensure_future(reset())
             await asyncio.wait_for(

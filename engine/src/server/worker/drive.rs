@@ -359,7 +359,7 @@ impl Worker {
             .take_wait(None)
             .and_then(|id| self.exchanges.take_wait(id))
         {
-            self.forget_wait(c, None, w);
+            self.abandon_wait(c, None, w);
         }
         // (As is a produced answer on its way: its run leaves the
         // exchanges, and the HTTP/1.1 state is done with.)

@@ -719,7 +719,8 @@ impl Worker {
         let sid = stream(id);
         end_request(s, sid, u64::from(sid), Code::REQUEST_REJECTED);
         s.faults += 1;
-        if let Some(a) = s.take(id) {
+        if let Some(mut a) = s.take(id) {
+            self.let_go(c, id, a.wait.take());
             self.h3_forget(c, a);
         }
         true
@@ -729,7 +730,7 @@ impl Worker {
     /// line says what it sent.
     pub(super) fn h3_forget(&mut self, c: &mut Conn, mut a: Answer) {
         if let Some(w) = a.wait.take().and_then(|id| self.exchanges.take_wait(id)) {
-            self.forget_wait(c, Some(a.id), w);
+            self.abandon_wait(c, Some(a.id), w);
         }
         if let Some(mut run) = self.stream_take_run::<H3>(c, &mut a) {
             // (A producer that never answered is logged as 499.)

@@ -320,8 +320,9 @@ impl Worker {
         if let Some(s) = c.proto.h2_mut() {
             s.conn.refuse(id, self.clock.now);
             // (A request held on it before, for a password check or its
-            // turn, is let go of.)
-            if let Some(a) = s.take(id) {
+            // turn, is let go of, unlogged: the client may send it again.)
+            if let Some(mut a) = s.take(id) {
+                self.let_go(c, id, a.wait.take());
                 self.h2_forget(c, a);
             }
             let what = "refused (REFUSED_STREAM: the client may send it again)";

@@ -25,6 +25,7 @@ use crate::server::h1;
 use crate::server::h1::sink::{Framing, H1Sink, Producing};
 use crate::server::router::Router;
 use crate::server::run::{Outcome, PumpCx, Run, Sink};
+use crate::server::waits::{Held, Wait};
 
 /// What a drive of a produced answer may use besides its run and sink.
 pub(super) struct Tools<'a> {
@@ -463,6 +464,20 @@ impl Worker {
         };
         logs.produced(c, run, status, body_from);
     }
+
+    /// Lets go of `wait`, held on exchange `stream` of `c`, whose client
+    /// left before it was answered (its body cut short, its stream
+    /// reset): its request is logged 499, as a program's that never
+    /// answered.
+    pub(super) fn abandon_wait(&mut self, c: &mut Conn, stream: Option<u32>, wait: Wait) {
+        let held = self.forget_wait(c, stream, wait);
+        let logs = Logs {
+            counts: &self.counts,
+            clock: &self.clock,
+            logger: &mut self.logger,
+        };
+        logs.held(c, &held, None, 499, c.queued_end());
+    }
 }
 
 /// What logging a produced answer takes of the worker: borrowed apart
@@ -476,12 +491,17 @@ struct Logs<'a> {
 impl Logs<'_> {
     /// See [`Worker::log_produced`].
     fn produced(self, c: &mut Conn, run: &Run, status: u16, body_from: u64) {
-        let request = &run.request;
+        self.held(c, &run.request, Some(run), status, body_from);
+    }
+
+    /// Logs request `request` answered `status` (by `run`, if one ran),
+    /// its body from byte `body_from` of the connection.
+    fn held(self, c: &mut Conn, request: &Held, run: Option<&Run>, status: u16, body_from: u64) {
         (self.counts).answered(&request.req, status, request.started, self.clock.now);
         if self.logger.access_enabled() {
             let mut rec = super::request_record(c, self.clock.wall(), &request.req, status);
             // (Only then: it reads the clock.)
-            rec.upstream = run.upstream();
+            rec.upstream = run.and_then(Run::upstream);
             super::access_log::push_record(c, self.logger, &rec, body_from, request.started);
         }
     }

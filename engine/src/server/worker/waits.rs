@@ -714,6 +714,16 @@ impl Worker {
         }
     }
 
+    /// Lets go of the request held on stream `id` of `c` for exchange
+    /// `ex`, unanswered and unlogged (refused: its client may send it
+    /// again).
+    #[cfg(feature = "http2")]
+    pub(super) fn let_go(&mut self, c: &mut Conn, id: u32, ex: Option<ExchangeId>) {
+        if let Some(w) = ex.and_then(|ex| self.exchanges.take_wait(ex)) {
+            self.forget_wait(c, Some(id), w);
+        }
+    }
+
     /// Answers held request `held` of exchange `stream` with `status`.
     /// Over HTTP/1.1 the connection closes after it: what is left of the
     /// body cannot be told from a next request (over HTTP/2 the caller

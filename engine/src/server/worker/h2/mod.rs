@@ -409,7 +409,7 @@ impl Worker {
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
         if let Some(w) = a.wait.take().and_then(|id| self.exchanges.take_wait(id)) {
-            self.forget_wait(c, Some(a.id), w);
+            self.abandon_wait(c, Some(a.id), w);
         }
         // (A process or handler that never answered is logged as 499.
         // One that did has its upstream's whole time put in its line,
