@@ -416,3 +416,87 @@ fn an_htpasswd_file_the_serving_user_cannot_read_fails_the_start() {
     // Nor did it say it listens first.
     assert!(!err.contains("listening on"), "{err}");
 }
+
+/// A user and a group made for one test (useradd, groupadd), the user a
+/// member of the group but not its primary one; removed when dropped.
+struct Account {
+    user: String,
+    group: String,
+}
+
+impl Account {
+    /// `None`, saying the test skips, without useradd and groupadd.
+    fn new(tag: &str) -> Option<Account> {
+        let id = std::process::id();
+        let (user, group) = (format!("bt{tag}{id}"), format!("btg{tag}{id}"));
+        let run = |cmd: &str, args: &[&str]| {
+            std::process::Command::new(cmd)
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !run("groupadd", &[&group]) {
+            skip("needs groupadd and useradd (the passwd package)");
+            return None;
+        }
+        let account = Account { user, group };
+        let shell = ["--shell", "/usr/sbin/nologin", "--no-create-home"];
+        let groups = ["-G", account.group.as_str(), account.user.as_str()];
+        assert!(
+            run("useradd", &[&shell[..], &groups[..]].concat()),
+            "useradd"
+        );
+        Some(account)
+    }
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("userdel")
+            .arg(&self.user)
+            .status();
+        let _ = std::process::Command::new("groupdel")
+            .arg(&self.group)
+            .status();
+    }
+}
+
+/// The user brisk serves as keeps the groups it is a member of (as
+/// nginx's `user` does, by initgroups): a tree readable by one of them
+/// only is served, and the start says which groups.
+#[test]
+fn the_serving_user_keeps_its_groups() {
+    use std::os::unix::fs::chown;
+    if !can_switch() {
+        return;
+    }
+    let Some(account) = Account::new("g") else {
+        return;
+    };
+    let gid = brisk::sys::privileges::lookup_group(&account.group)
+        .unwrap()
+        .expect("the group made");
+    let mut b = Builder::new();
+    b.file("index.html", b"members only");
+    let root = b.root().to_path_buf();
+    chown(&root, Some(0), Some(gid)).expect("chown");
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o750)).expect("chmod");
+    chown(root.join("index.html"), Some(0), Some(gid)).expect("chown");
+    fs::set_permissions(root.join("index.html"), fs::Permissions::from_mode(0o640)).expect("chmod");
+    fs::set_permissions(b.base(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config(&format!("user = \"{}\"\n", account.user));
+    let s = b.start();
+    let line = s.wait_stderr_line(&format!("running as user \"{}\"", account.user));
+    assert!(line.contains(&format!(", also groups {gid})")), "{line}");
+    let r = s.get("/");
+    assert_eq!((r.status, r.text().as_str()), (200, "members only"));
+    let status = fs::read_to_string(format!("/proc/{}/status", s.pid())).expect("status");
+    let groups = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Groups:"))
+        .expect("Groups:");
+    assert!(
+        groups.split_whitespace().any(|g| g == gid.to_string()),
+        "{groups}"
+    );
+}

@@ -149,21 +149,27 @@ pub(super) fn user(name: &str) -> Result<User, AccountError> {
         name,
         |u| &u.name,
         || {
-            let user = |uid, gid| User {
+            // (Its uid, primary group, and the name the database gives a
+            // numeric id.)
+            let found = match privileges::lookup_user(name).map_err(lookup_failed("user", name))? {
+                Some(a) => Some((a.uid, Some(a.gid), None)),
+                None => match numeric_id(name) {
+                    Some(uid) => match privileges::lookup_uid(uid) {
+                        Ok(Some((login, a))) => Some((uid, Some(a.gid), Some(login))),
+                        Ok(None) => Some((uid, None, None)),
+                        Err(source) => return Err(AccountError::LookupUid { uid, source }),
+                    },
+                    None => None,
+                },
+            };
+            Ok(found.map(|(uid, gid, login)| User {
                 name: name.to_string(),
                 uid,
                 gid,
-            };
-            match privileges::lookup_user(name).map_err(lookup_failed("user", name))? {
-                Some(a) => Ok(Some(user(a.uid, Some(a.gid)))),
-                None => match numeric_id(name) {
-                    Some(uid) => match privileges::lookup_uid(uid) {
-                        Ok(found) => Ok(Some(user(uid, found.map(|(_, a)| a.gid)))),
-                        Err(source) => Err(AccountError::LookupUid { uid, source }),
-                    },
-                    None => Ok(None),
-                },
-            }
+                groups: gid.map_or_else(Vec::new, |gid| {
+                    privileges::member_groups(login.as_deref().unwrap_or(name), gid)
+                }),
+            }))
         },
     )
 }
@@ -199,6 +205,7 @@ impl Config {
             name: "nobody".to_string(),
             uid: account.uid,
             gid: Some(account.gid),
+            groups: privileges::member_groups("nobody", account.gid),
         })
     }
 }

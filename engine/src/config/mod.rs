@@ -621,6 +621,18 @@ pub struct User {
     /// Its primary group id; `None` for a numeric id that has no entry in
     /// the user database (a container's), which then needs `group`.
     pub gid: Option<u32>,
+    /// The other groups it is a member of in the group database (looked
+    /// up at load, as `initgroups` would: the serving process gets them
+    /// too, as nginx's workers do).
+    pub groups: Vec<u32>,
+}
+
+impl User {
+    /// The groups the serving process has as this user with the group
+    /// `gid`: that one first, then the user's others.
+    pub fn group_list(&self, gid: u32) -> Vec<u32> {
+        crate::sys::privileges::group_list(gid, &self.groups)
+    }
 }
 
 /// A group from the group database, or a numeric group id, resolved when

@@ -97,8 +97,9 @@ impl WebdavRule {
 
 /// Why the workers cannot write in the tree of `rule`, a writable rule
 /// (see [`crate::sys::fs::cannot_write_dir`]): they run as `user` (or as
-/// `nobody`, started as root without one), whose only group is `group`
-/// or its own; `None` when they can, or the rule is read-only.
+/// `nobody`, started as root without one), with `group` or its own and
+/// the user's other groups; `None` when they can, or the rule is
+/// read-only.
 #[cfg(feature = "webdav")]
 pub(crate) fn cannot_write(config: &Config, rule: &WebdavRule) -> Option<String> {
     if rule.read_only {
@@ -110,13 +111,14 @@ pub(crate) fn cannot_write(config: &Config, rule: &WebdavRule) -> Option<String>
         Some(u) if u.uid != euid => {
             let gid = config.group.as_ref().map(|g| g.gid).or(u.gid)?;
             (
-                Some((u.uid, gid)),
+                Some((u.uid, u.group_list(gid))),
                 format!("user \"{}\" (uid {}, gid {gid})", u.name, u.uid),
             )
         }
         _ => (None, format!("uid {euid}")),
     };
-    let why = crate::sys::fs::cannot_write_dir(&rule.root, who)?;
+    let why =
+        crate::sys::fs::cannot_write_dir(&rule.root, who.as_ref().map(|(u, g)| (*u, &g[..])))?;
     Some(match why.strip_prefix("cannot tell: ") {
         Some(why) => format!(
             "cannot tell whether the workers, running as {name}, may write there: {why}"

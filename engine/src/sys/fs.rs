@@ -1334,17 +1334,17 @@ fn mount_table() -> Option<Vec<u8>> {
     }
 }
 
-/// Why `who` (a user id and group id, the only group it will have: see
+/// Why `who` (a user id and the groups it will have, its own first: see
 /// `privileges::switch_user`; `None`: this process, as it is) may not
 /// create and remove names in the directory `dir`, or `None` if it may.
 /// For this process the kernel answers (`faccessat` with `AT_EACCESS`:
 /// modes, ACLs, a read-only mount); for another user the directory's
 /// mode bits do, and a directory with an ACL is said to be beyond telling.
-pub fn cannot_write_dir(dir: &Path, who: Option<(u32, u32)>) -> Option<String> {
+pub fn cannot_write_dir(dir: &Path, who: Option<(u32, &[u32])>) -> Option<String> {
     use std::os::unix::ffi::OsStrExt as _;
     use std::os::unix::fs::MetadataExt as _;
     let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let Some((uid, gid)) = who else {
+    let Some((uid, groups)) = who else {
         let mode = libc::W_OK | libc::X_OK;
         // SAFETY: a NUL-terminated path; no pointer is kept.
         let mut r = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, libc::AT_EACCESS) };
@@ -1385,7 +1385,7 @@ pub fn cannot_write_dir(dir: &Path, who: Option<(u32, u32)>) -> Option<String> {
     let mode = meta.mode();
     let bits = if meta.uid() == uid {
         (mode >> 6) & 0o3
-    } else if meta.gid() == gid {
+    } else if groups.contains(&meta.gid()) {
         (mode >> 3) & 0o3
     } else {
         mode & 0o3

@@ -2,7 +2,8 @@
 //! switch from root to an unprivileged user.
 //!
 //! The switch follows the order that leaves no privilege behind:
-//! supplementary groups first (they can only be set while still root),
+//! supplementary groups first (the user's own, as `initgroups` sets
+//! them; they can only be set while still root),
 //! then the group id, then the user id, and then it checks the result,
 //! including that root cannot be regained.
 
@@ -100,6 +101,28 @@ pub fn lookup_group(name: &str) -> io::Result<Option<u32>> {
     Ok(found)
 }
 
+/// The groups user `name` is a member of in the group database, besides
+/// its primary group `gid` (what `initgroups` would add to it); none for
+/// a user the database does not list in any, or that it cannot tell.
+pub fn member_groups(name: &str, gid: u32) -> Vec<u32> {
+    let Ok(c) = c_name(name) else {
+        return Vec::new();
+    };
+    // Asked with no room, the call says how many there are (glibc and
+    // musl alike), then fills a list of that length.
+    let mut n: libc::c_int = 0;
+    // SAFETY: a zero length: the call writes no id, only `n`.
+    unsafe { libc::getgrouplist(c.as_ptr(), gid, std::ptr::null_mut(), &mut n) };
+    let mut list = vec![0 as libc::gid_t; n.max(0) as usize];
+    // SAFETY: `list` has room for `n` ids, and `n` says so.
+    if unsafe { libc::getgrouplist(c.as_ptr(), gid, list.as_mut_ptr(), &mut n) } < 0 {
+        return Vec::new();
+    }
+    list.truncate(n as usize);
+    list.retain(|&g| g != gid);
+    list
+}
+
 /// The effective user id.
 pub fn euid() -> u32 {
     // SAFETY: plain syscall without arguments; it cannot fail.
@@ -167,29 +190,37 @@ impl std::fmt::Display for SwitchError {
 impl std::error::Error for SwitchError {}
 
 /// Switches the whole process (every thread: glibc broadcasts the id
-/// changes) to `uid`/`gid` with `gid` as the only supplementary group,
-/// then verifies the real and effective ids, the group list, and — when
+/// changes) to `uid`/`gid` with `gid` and `more` as its supplementary
+/// groups (the user's memberships, as `initgroups` sets them), then
+/// verifies the real and effective ids, the group list, and — when
 /// leaving root — that `setuid(0)` is refused.
 ///
 /// Meant to run while the process is root; a process that already has
 /// exactly these ids is left alone.
-pub fn switch_user(uid: u32, gid: u32) -> Result<(), SwitchError> {
+pub fn switch_user(uid: u32, gid: u32, more: &[u32]) -> Result<(), SwitchError> {
     let (ruid, euid, rgid, egid) = ids();
     if (ruid, euid, rgid, egid) == (uid, uid, gid, gid) {
         return Ok(());
     }
-    let list = [gid as libc::gid_t];
-    // SAFETY: `list` holds one valid gid.
-    cvt(unsafe { libc::setgroups(1, list.as_ptr()) })
+    let list = group_list(gid, more);
+    // SAFETY: `list` holds `list.len()` valid gids.
+    cvt(unsafe { libc::setgroups(list.len(), list.as_ptr()) })
         .map_err(|e| SwitchError::Call("setgroups", e))?;
     // SAFETY: plain syscall.
     cvt(unsafe { libc::setgid(gid) }).map_err(|e| SwitchError::Call("setgid", e))?;
     // SAFETY: plain syscall.
     cvt(unsafe { libc::setuid(uid) }).map_err(|e| SwitchError::Call("setuid", e))?;
-    verify(uid, gid, euid == 0)
+    verify(uid, gid, &list, euid == 0)
 }
 
-fn verify(uid: u32, gid: u32, was_root: bool) -> Result<(), SwitchError> {
+/// `gid`, then each of `more` that is not `gid`.
+pub fn group_list(gid: u32, more: &[u32]) -> Vec<u32> {
+    let mut list = vec![gid];
+    list.extend(more.iter().filter(|&&g| g != gid));
+    list
+}
+
+fn verify(uid: u32, gid: u32, list: &[u32], was_root: bool) -> Result<(), SwitchError> {
     let now = ids();
     if now != (uid, uid, gid, gid) {
         return Err(SwitchError::Verify(format!(
@@ -198,10 +229,10 @@ fn verify(uid: u32, gid: u32, was_root: bool) -> Result<(), SwitchError> {
         )));
     }
     let groups = groups().map_err(|e| SwitchError::Call("getgroups", e))?;
-    if groups.iter().any(|&g| g != gid) {
-        return Err(SwitchError::Verify(format!(
-            "supplementary groups are {groups:?}, wanted only {gid}"
-        )));
+    if groups.iter().any(|g| !list.contains(g)) || list.iter().any(|g| !groups.contains(g)) {
+        return Err(SwitchError::Verify(
+            "the supplementary groups are not the user's".to_string(),
+        ));
     }
     if was_root && uid != 0 {
         // SAFETY: plain syscall; success would be the failure we test for.

@@ -399,7 +399,9 @@ fn privilege_keys() {
         Some(crate::config::User {
             name: "0".to_string(),
             uid: 0,
-            gid: Some(0)
+            gid: Some(0),
+            // (The groups of uid 0's name, as the database lists them.)
+            groups: crate::sys::privileges::member_groups("root", 0),
         })
     );
     let c = load("user = \"4000000123\"\ngroup = \"4000000124\"\n").unwrap();

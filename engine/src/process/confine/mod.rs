@@ -8,7 +8,8 @@
 //! 1. [`check_identity`], before anything is bound;
 //! 2. [`prepare`]: the sandbox's paths opened while they can be reached;
 //! 3. [`enter_jail`] (`chroot`), while still root;
-//! 4. [`switch_user`] (setgroups, setgid, setuid, verified);
+//! 4. [`switch_user`] (setgroups to the user's groups, setgid, setuid,
+//!    verified);
 //! 5. [`Plan::apply`] (`sandbox.rs`): Landlock for files, seccomp for
 //!    system calls.
 
@@ -18,6 +19,7 @@ mod sandbox;
 pub use allowed::Sandboxes;
 pub use sandbox::{confine_privileged, prepare, server_notes, Plan};
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -205,18 +207,20 @@ pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), Error> {
     let Some(gid) = cfg.group.as_ref().map(|g| g.gid).or(user.gid) else {
         return Err(Error::NoGroup(user.name.clone()));
     };
-    privileges::switch_user(user.uid, gid).map_err(|source| Error::SwitchUser {
+    privileges::switch_user(user.uid, gid, &user.groups).map_err(|source| Error::SwitchUser {
         user: user.name.clone(),
         uid: user.uid,
         gid,
         source,
     })?;
-    notes.push((
-        Level::Info,
-        format!(
-            "running as user \"{}\" (uid {}, gid {gid})",
-            user.name, user.uid
-        ),
-    ));
+    let mut line = format!(
+        "running as user \"{}\" (uid {}, gid {gid}",
+        user.name, user.uid
+    );
+    for (i, g) in user.groups.iter().filter(|&&g| g != gid).enumerate() {
+        let _ = write!(line, "{}{g}", if i == 0 { ", also groups " } else { " " });
+    }
+    line.push(')');
+    notes.push((Level::Info, line));
     Ok(())
 }

@@ -297,7 +297,7 @@ fn tls_helper_child() {
     .unwrap();
     std::fs::rename(keys.join("privkey.pem.new"), &key).unwrap();
 
-    privileges::switch_user(uid, gid).unwrap();
+    privileges::switch_user(uid, gid, &[]).unwrap();
     denied(std::fs::read(&key), "the server reading the key itself");
     assert_eq!(helper.read_tls(&key).unwrap(), b"renewed key");
     denied(helper.read_tls(&other), "a file that was not granted");
