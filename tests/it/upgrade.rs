@@ -266,7 +266,9 @@ fn a_new_binary_that_cannot_start_changes_nothing() {
     // SAFETY: kill(2) on this test's child.
     unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
     let line = log_line(&dir.path, "SIGUSR2: upgrade failed:");
-    assert!(line.contains("exited before it served"), "{line}");
+    // (The new one said why on the readiness pipe.)
+    assert!(line.contains(") will not serve: "), "{line}");
+    assert!(line.contains("limits.max_body"), "{line}");
     assert!(line.ends_with("; still serving"), "{line}");
     assert!(old.0.try_wait().unwrap().is_none());
     assert_eq!(request(addr, &mut None), Ok(()));
@@ -281,6 +283,46 @@ fn a_new_binary_that_cannot_start_changes_nothing() {
             .trim(),
         old.0.id().to_string()
     );
+}
+
+/// Under `daemon = true` (whose standard error is /dev/null once it
+/// serves): a new brisk that will not serve says why in the old one's
+/// error log, and one that serves is named by the pid that serves (its
+/// own daemon's, after its fork), the pid file's.
+#[test]
+fn a_daemon_s_upgrade_names_why_it_failed_and_the_pid_that_serves() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (_child, addr) = start(&bin, &dir.path, "daemon = true\n");
+    let pid_file = dir.path.join("brisk.pid");
+    let pid_of = || -> i32 {
+        wait_for("the pid file", || {
+            fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
+        })
+    };
+    let old = Upgraded(pid_of());
+    let cfg = dir.path.join("brisk.toml");
+    let good = fs::read_to_string(&cfg).unwrap();
+    fs::write(&cfg, format!("{good}[limits]\nmax_body = \"lots\"\n")).unwrap();
+    // SAFETY: kill(2) on the daemon this test started.
+    unsafe { libc::kill(old.0, libc::SIGUSR2) };
+    let line = log_line(&dir.path, "SIGUSR2: upgrade failed:");
+    assert!(line.contains(") will not serve: "), "{line}");
+    assert!(line.contains(":10: limits.max_body: "), "{line}");
+    assert_eq!(request(addr, &mut None), Ok(()));
+    fs::write(&cfg, good).unwrap();
+    // SAFETY: as above.
+    unsafe { libc::kill(old.0, libc::SIGUSR2) };
+    let line = log_line(
+        &dir.path,
+        "serves; this one finishes its requests and exits",
+    );
+    let new = Upgraded(pid_in(&line));
+    wait_for("the old brisk to exit", || {
+        (!Path::new(&format!("/proc/{}", old.0)).exists()).then_some(())
+    });
+    assert_eq!(pid_of(), new.0, "{line}");
+    assert_eq!(request(addr, &mut None), Ok(()));
 }
 
 /// The binary removed since the start (a package removed, a path

@@ -14,6 +14,15 @@ use crate::log::console;
 /// Returns the exit status: 0, 1 (a failure at run time), 2 (a bad
 /// command line or configuration).
 pub fn command(args: Vec<OsString>) -> i32 {
+    // (Started by an upgrade: why it fails goes to the previous brisk,
+    // which logs it; a daemon's standard error is /dev/null.)
+    let upgrade = crate::sys::upgrade::failure_pipe();
+    let say = |e: &dyn std::fmt::Display| {
+        console::say(format_args!("{e}"));
+        if let Some(pipe) = &upgrade {
+            crate::sys::upgrade::say_failed(pipe, &e.to_string());
+        }
+    };
     match config::from_args(args.clone()) {
         Ok(Command::Run(cfg)) => match config::Reload::new(args, &cfg)
             .map_err(super::Error::CurrentDir)
@@ -21,7 +30,7 @@ pub fn command(args: Vec<OsString>) -> i32 {
         {
             Ok(()) => 0,
             Err(e) => {
-                console::say(format_args!("{e}"));
+                say(&e);
                 1
             }
         },
@@ -41,7 +50,7 @@ pub fn command(args: Vec<OsString>) -> i32 {
             }
         },
         Err(e) => {
-            console::say(format_args!("{e}"));
+            say(&e);
             2
         }
     }

@@ -19,7 +19,6 @@ mod reload;
 mod systemd;
 mod upgrade;
 
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -514,7 +513,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     let mut stop = None;
     if let Some(h) = handover.take() {
         // The previous brisk waits for this to retire.
-        if let Err(e) = (&h.ready).write_all(b"R") {
+        if let Err(e) = sys::upgrade::say_ready(&h.ready) {
             main_log.log(
                 Level::Error,
                 format_args!("the previous brisk gave up on this upgrade ({e}); stopping"),

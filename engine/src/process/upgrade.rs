@@ -29,6 +29,9 @@ pub(super) const READY_WITHIN: Duration = Duration::from_secs(60);
 pub(super) struct Pending {
     started: Started,
     since: Instant,
+    /// The process that serves, once it said so (a daemon's pid is not
+    /// the one started).
+    serving: Option<i32>,
 }
 
 /// Where an upgrade is.
@@ -72,20 +75,33 @@ pub(super) fn begin(helper: &Upgrader, running: &Running) -> io::Result<Pending>
     Ok(Pending {
         started,
         since: Instant::now(),
+        serving: None,
     })
 }
 
 impl Pending {
-    /// The new process's id.
+    /// The new process's id: the one that serves once it said so.
     pub(super) fn pid(&self) -> i32 {
-        self.started.pid
+        self.serving.unwrap_or(self.started.pid)
     }
 
-    /// Whether the new brisk serves yet (never blocks).
+    /// Whether the new brisk serves yet (never blocks). It says `R` and
+    /// its pid when it serves, or `E` and why it will not (each in one
+    /// write: see `sys::upgrade::say_failed`); its end closed unsaid, it
+    /// exited.
     pub(super) fn progress(&mut self) -> Progress {
-        let mut byte = [0u8; 1];
-        match self.started.ready.read(&mut byte) {
-            Ok(1) => Progress::Ready,
+        let mut said = [0u8; 4096];
+        match self.started.ready.read(&mut said) {
+            Ok(n @ 1..) if said[0] == b'E' => Progress::Failed(format!(
+                "the new brisk (pid {}) will not serve: {}",
+                self.started.pid,
+                String::from_utf8_lossy(&said[1..n])
+            )),
+            Ok(n @ 1..) => {
+                let pid = std::str::from_utf8(&said[1..n]).ok();
+                self.serving = pid.and_then(|p| p.parse().ok());
+                Progress::Ready
+            }
             Ok(_) => Progress::Failed(format!(
                 "the new brisk (pid {}) exited before it served; its error is in its error log (or on the standard error brisk started with)",
                 self.started.pid

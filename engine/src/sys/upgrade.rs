@@ -53,6 +53,10 @@ const PER_MESSAGE: usize = 8;
 pub const SOCKETS_VAR: &str = "BRISK_UPGRADE";
 /// Environment variable naming the readiness pipe.
 pub const READY_VAR: &str = "BRISK_UPGRADE_READY";
+/// Environment variable saying that the previous brisk reads more than
+/// "ready" on the pipe: `R` and the pid that serves (after a daemon's
+/// fork), or `E` and why the new brisk will not serve.
+pub const SAYS_VAR: &str = "BRISK_UPGRADE_SAYS";
 
 /// The program to start, as brisk itself was started.
 #[derive(Debug, Clone)]
@@ -366,7 +370,8 @@ fn spawn(program: &Program, handed: &[(OwnedFd, String)], ready: RawFd) -> io::R
     cmd.current_dir(&program.cwd)
         .process_group(0)
         .env(SOCKETS_VAR, described.join(";"))
-        .env(READY_VAR, ready.to_string());
+        .env(READY_VAR, ready.to_string())
+        .env(SAYS_VAR, "1");
     // SAFETY: the closure runs in the new child between fork and exec and
     // only calls fcntl and sigprocmask (async-signal-safe).
     unsafe {
@@ -398,6 +403,38 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
     // SAFETY: both were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// For a brisk started by an upgrade whose previous brisk reads why it
+/// failed ([`SAYS_VAR`]): its own copy of the readiness pipe, for
+/// [`say_failed`] (taken before [`handed_over`] takes the pipe, and
+/// before the configuration is read, whose errors it says).
+pub fn failure_pipe() -> Option<std::fs::File> {
+    let fd: RawFd = std::env::var(READY_VAR).ok()?.parse().ok()?;
+    std::env::var_os(SAYS_VAR)?;
+    // (Single-threaded here: nothing reads the environment meanwhile.)
+    std::env::remove_var(SAYS_VAR);
+    // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor of `fd` or fails.
+    let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    // SAFETY: a new descriptor, owned by nobody else.
+    (copy >= 0).then(|| unsafe { std::fs::File::from_raw_fd(copy) })
+}
+
+/// Tells the previous brisk, on `pipe` ([`failure_pipe`]), why this one
+/// will not serve: one write, `E` then `why` (cut to what a pipe writes
+/// whole).
+pub fn say_failed(pipe: &std::fs::File, why: &str) {
+    let mut msg = format!("E{why}").into_bytes();
+    msg.truncate(libc::PIPE_BUF);
+    let _ = (&*pipe).write(&msg);
+}
+
+/// Tells the previous brisk, on its readiness pipe, that this one serves:
+/// `R`, then this process's id (a daemon's, after its fork), which a
+/// previous brisk that does not ask ([`SAYS_VAR`]) reads as "ready" all
+/// the same.
+pub fn say_ready(ready: &std::fs::File) -> io::Result<()> {
+    (&*ready).write_all(format!("R{}", std::process::id()).as_bytes())
 }
 
 /// What an upgraded brisk was handed (see the module documentation).
