@@ -500,3 +500,27 @@ fn the_serving_user_keeps_its_groups() {
         "{groups}"
     );
 }
+
+/// A configuration file only root may read, started as root serving as
+/// nobody: the start warns that every reload will fail (a reload reads
+/// it again as nobody), rather than the first SIGHUP finding out.
+#[test]
+fn a_configuration_only_root_may_read_is_warned_about_at_the_start() {
+    if !can_switch() {
+        return;
+    }
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let config = b.base().join("own.toml");
+    fs::write(&config, "user = \"nobody\"\n").expect("config");
+    fs::set_permissions(&config, fs::Permissions::from_mode(0o600)).expect("chmod");
+    b.arg("--config").arg(config.to_str().unwrap());
+    let s = b.start();
+    let line = s.wait_stderr_line("cannot read this configuration file");
+    let want = format!(
+        "[warn] {}: user \"nobody\" cannot read this configuration file, so a reload (SIGHUP, brisk --reload) will fail: brisk reads it again as that user; make it readable by them (brisk --upgrade reads it as root, as at start)",
+        config.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+    assert_eq!(s.get("/a.txt").status, 200);
+}

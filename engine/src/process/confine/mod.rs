@@ -222,5 +222,23 @@ pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), Error> {
     }
     line.push(')');
     notes.push((Level::Info, line));
+    // A reload reads the configuration again as this user: one only root
+    // may read would fail every SIGHUP, said only then.
+    let unreadable = cfg.chroot.is_none()
+        && (cfg.config_file.as_deref())
+            .and_then(|f| std::fs::File::open(f).err())
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+    if let (true, Some(file)) = (unreadable, &cfg.config_file) {
+        notes.push((
+            Level::Warn,
+            format!(
+                "{}: user \"{}\" cannot read this configuration file, so a reload (SIGHUP, \
+                 brisk --reload) will fail: brisk reads it again as that user; make it \
+                 readable by them (brisk --upgrade reads it as root, as at start)",
+                file.display(),
+                user.name
+            ),
+        ));
+    }
     Ok(())
 }
