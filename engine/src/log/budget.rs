@@ -19,6 +19,10 @@ pub struct LineBudget {
     suppressed: u64,
     /// Lines refused in windows that have ended, not yet reported.
     unreported: u64,
+    /// The most severe level of the lines refused in the current window
+    /// ([`LineBudget::allow_at`]; `debug` otherwise), and of those not
+    /// yet reported: the report's.
+    worst: (Level, Level),
 }
 
 impl LineBudget {
@@ -30,6 +34,7 @@ impl LineBudget {
             used: 0,
             suppressed: 0,
             unreported: 0,
+            worst: (Level::Debug, Level::Debug),
         }
     }
 
@@ -38,6 +43,10 @@ impl LineBudget {
             self.window = now;
             self.used = 0;
             self.unreported += std::mem::take(&mut self.suppressed);
+            self.worst.1 = self
+                .worst
+                .1
+                .min(std::mem::replace(&mut self.worst.0, Level::Debug));
         }
     }
 
@@ -54,6 +63,17 @@ impl LineBudget {
         }
     }
 
+    /// [`LineBudget::allow`] for a line at `level`: the report of those
+    /// refused is at the most severe of theirs (an `error` line's count
+    /// is not hidden at `debug`).
+    pub fn allow_at(&mut self, now: Instant, level: Level) -> bool {
+        let allowed = self.allow(now);
+        if !allowed {
+            self.worst.0 = self.worst.0.min(level);
+        }
+        allowed
+    }
+
     /// How many lines were refused in the windows that ended by `now`
     /// (to be reported in one line), and forgets them.
     pub fn take_unreported(&mut self, now: Instant) -> u64 {
@@ -66,11 +86,14 @@ impl LineBudget {
         self.per_sec
     }
 
-    /// Says at `debug`, in one line to `log`, how many lines were refused
-    /// in the windows that ended by `now`: "N more `what` (at most M a
-    /// second per worker are)". Nothing when none was.
+    /// Says at `debug` (or the level [`LineBudget::allow_at`] saw), in
+    /// one line to `log`, how many lines were refused in the windows that
+    /// ended by `now`: "N more `what` (at most M a second per worker
+    /// are)". Nothing when none was.
     pub fn report_refused(&mut self, now: Instant, log: &mut Logger, what: &str) {
-        self.report_refused_at(now, log, Level::Debug, what);
+        self.roll(now);
+        let level = std::mem::replace(&mut self.worst.1, Level::Debug);
+        self.report_refused_at(now, log, level, what);
     }
 
     /// As [`LineBudget::report_refused`], at `level` (that of the lines
@@ -108,5 +131,34 @@ mod tests {
         // A new window allows lines again.
         assert!(b.allow(t1));
         assert_eq!(b.per_sec(), 3);
+    }
+
+    /// The count of refused lines is said at the most severe level among
+    /// them: `error` lines' count shows at `info`, `debug` lines' does
+    /// not; each report at its own lines' level.
+    #[test]
+    fn the_count_is_said_at_its_lines_level() {
+        use crate::config::AccessFormat;
+        let m = super::super::memory(AccessFormat::Common, Level::Info, 16);
+        let mut log = m.service.handle();
+        let t0 = Instant::now();
+        let mut b = LineBudget::new(1, t0);
+        assert!(b.allow_at(t0, Level::Debug));
+        assert!(!b.allow_at(t0, Level::Debug));
+        assert!(!b.allow_at(t0, Level::Error));
+        let t1 = t0 + Duration::from_secs(1);
+        b.report_refused(t1, &mut log, "errors");
+        assert!(b.allow_at(t1, Level::Debug));
+        assert!(!b.allow_at(t1, Level::Debug));
+        b.report_refused(t1 + Duration::from_secs(1), &mut log, "explanations");
+        log.flush();
+        drop(log);
+        m.service.shutdown();
+        let error = String::from_utf8_lossy(&m.error.lock().unwrap()).into_owned();
+        assert!(
+            error.contains("[error] 2 more errors (at most 1 a second per worker are)"),
+            "{error}"
+        );
+        assert!(!error.contains("explanations"), "{error}");
     }
 }

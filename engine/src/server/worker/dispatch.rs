@@ -484,7 +484,7 @@ impl Worker {
             return;
         };
         self.report_refusals_not_logged();
-        if !self.counts.refusals.allow(self.clock.now) {
+        if !self.counts.refusals.allow_at(self.clock.now, why.level()) {
             return;
         }
         let file = crate::handlers::refusal::Explained {
