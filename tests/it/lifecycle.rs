@@ -151,6 +151,33 @@ fn graceful_shutdown_completes_a_large_response() {
     assert_eq!(s2.get("/a.txt").body, b"again");
 }
 
+/// A second SIGINT (or SIGTERM) while a stop drains ends the drain: the
+/// download it waited for is cut, and brisk exits long before
+/// `timeouts.shutdown` (as Caddy's second Ctrl-C; nginx's SIGINT is a
+/// fast stop at once).
+#[test]
+fn a_second_sigint_ends_the_drain_at_once() {
+    let big = pattern(20 * 1024 * 1024);
+    let mut b = Builder::new();
+    b.file("big.bin", &big);
+    b.config("[timeouts]\nshutdown = \"600s\"\n");
+    let mut s = b.start();
+    let mut c = s.connect();
+    c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    c.read_at_least(256 * 1024);
+    s.signal(libc::SIGINT);
+    s.wait_stderr_line("shutting down; draining for up to 600s");
+    assert!(s.is_running(), "the drain ended before the download did");
+    s.signal(libc::SIGINT);
+    s.wait_stderr_line("second stop signal: closing every connection now");
+    let st = s
+        .wait_exit(Duration::from_secs(20))
+        .expect("brisk did not exit");
+    assert!(st.success(), "exit status {st:?}; stderr: {}", s.stderr());
+    let got = c.read_to_end();
+    assert!(got.len() < big.len(), "the download was not cut");
+}
+
 #[test]
 fn sigterm_refuses_new_connections_while_a_download_finishes() {
     // Behind a load balancer, a stopping server must refuse new

@@ -708,16 +708,34 @@ impl Running {
     /// finishes the handler's answer, lets its copy of the listening
     /// sockets go and exits once the handler returns: it is not waited
     /// for).
-    pub fn stop(mut self) -> usize {
+    pub fn stop(self) -> usize {
+        self.stop_unless(|| false)
+    }
+
+    /// [`Running::stop`], asking `hurry` (which may wait a little) again
+    /// and again while the drain lasts: once it says so, the drain ends
+    /// now, every connection closed (a second Ctrl-C, as Caddy's).
+    pub fn stop_unless(mut self, mut hurry: impl FnMut() -> bool) -> usize {
         self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.
         self.bound.clear();
-        let bound = Some(self.cfg.timeouts.shutdown);
-        self.current.drain(Drain::Stop, bound);
-        for generation in &self.retired {
-            generation.drain(Drain::Stop, bound);
+        let drain = |s: &Running, bound| {
+            s.current.drain(Drain::Stop, Some(bound));
+            for generation in &s.retired {
+                generation.drain(Drain::Stop, Some(bound));
+            }
+        };
+        let shutdown = self.cfg.timeouts.shutdown;
+        drain(&self, shutdown);
+        let until = std::time::Instant::now() + shutdown;
+        while !self.finished() && std::time::Instant::now() < until {
+            if hurry() {
+                drain(&self, Duration::ZERO);
+                break;
+            }
         }
-        let bound = Some(self.cfg.timeouts.shutdown + STOP_GRACE);
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let bound = Some(left + STOP_GRACE);
         let mut left = self.current.join(bound);
         for generation in &mut self.retired {
             left += generation.join(bound);
