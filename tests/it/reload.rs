@@ -689,6 +689,28 @@ fn reload_and_stop_signal_the_running_brisk_by_its_pid_file() {
     );
     s.wait_stderr_line("SIGHUP: configuration reloaded");
     assert_eq!(s.get("/index.html").body, b"one\n");
+    // A second brisk given the same pid file (on another port) is
+    // refused: it would take the file, and `--stop` would find it alone.
+    let (status, _, err) = run_brisk(&[
+        "--pid-file",
+        &pid_arg,
+        "--listen",
+        "127.0.0.1:0",
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "brisk: pid_file {pid_arg}: brisk is running with that pid file (pid {}): stop it first (brisk --stop), or give this one a pid_file of its own\n",
+            s.pid()
+        )
+    );
+    assert_eq!(
+        fs::read_to_string(&pid_file).unwrap().trim(),
+        s.pid().to_string()
+    );
     let out = brisk("--stop");
     assert!(
         out.status.success(),

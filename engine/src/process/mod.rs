@@ -298,6 +298,9 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         console::say(format_args!("{note}"));
     }
     confine::check_identity(&cfg)?;
+    if let (Some(path), None) = (&cfg.pid_file, &handover) {
+        pid_file::check_free(path)?;
+    }
     let mut given: Vec<Inherited> = handover
         .as_mut()
         .map(upgrade::inherited)
