@@ -1062,6 +1062,50 @@ fn a_destination_another_rule_serves_is_502() {
     assert_eq!(r.status, 201, "{}", r.head);
 }
 
+/// A collection that holds another rule's prefix (a read-only share
+/// nested in a writable one) is not the outer rule's to remove or
+/// replace: DELETE, MOVE away, and a COPY or MOVE onto it are 403, and the
+/// inner tree is whole; COPY from it (a read) goes on.
+#[test]
+fn a_collection_holding_another_rules_tree_is_not_removed_through_the_outer_rule() {
+    let mut b = Builder::new();
+    let share = b.base().join("share");
+    write_file(&share.join("a/ro/precious.txt"), b"precious\n");
+    write_file(&share.join("b/x.txt"), b"x\n");
+    b.config(&format!(
+        "[[webdav]]\npath = \"/share/a/ro/\"\nroot = \"{0}/a/ro\"\nread_only = true\n\
+         [[webdav]]\npath = \"/share/\"\nroot = \"{0}\"\n",
+        share.display()
+    ));
+    let s = b.start();
+    for path in ["/share/a/", "/share/a"] {
+        let r = s.request(format!("DELETE {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes());
+        assert_eq!(r.status, 403, "DELETE {path}: {}", r.head);
+    }
+    for (method, from, to) in [
+        ("MOVE", "/share/a/", "/share/free/"),
+        ("MOVE", "/share/b/", "/share/a/"),
+        ("COPY", "/share/b/", "/share/a/"),
+        ("MOVE", "/share/b/", "/share/"),
+    ] {
+        let r = transfer(&s, method, from, to, "");
+        assert_eq!(r.status, 403, "{method} {from} -> {to}: {}", r.head);
+    }
+    assert_eq!(
+        fs::read(share.join("a/ro/precious.txt")).unwrap(),
+        b"precious\n"
+    );
+    let r = transfer(&s, "COPY", "/share/a/", "/share/copy/", "");
+    assert_eq!(r.status, 201, "{}", r.head);
+    assert_eq!(
+        fs::read(share.join("copy/ro/precious.txt")).unwrap(),
+        b"precious\n"
+    );
+    // A collection beside it is the outer rule's, as before.
+    let r = s.request(b"DELETE /share/b/ HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(r.status, 204, "{}", r.head);
+}
+
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
 /// `copymove`, `props`, `http` and `locks` suites pass in full against
 /// brisk with the sandbox on.

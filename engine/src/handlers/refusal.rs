@@ -45,6 +45,11 @@ pub enum Refusal {
     /// with this errno.
     #[cfg(feature = "webdav")]
     Copy(i32),
+    /// A WebDAV DELETE, MOVE or replacing COPY of a collection that holds
+    /// the prefix of another `[[webdav]]` rule (another tree, with its
+    /// own `read_only` and locks).
+    #[cfg(feature = "webdav")]
+    NestedTree,
 }
 
 impl Refusal {
@@ -182,6 +187,11 @@ impl fmt::Display for Explained<'_> {
             Refusal::NotRunnable => f.write_str(
                 "a CGI script the user brisk runs as may not run \
                  (not executable, or not readable with an interpreter)",
+            ),
+            #[cfg(feature = "webdav")]
+            Refusal::NestedTree => f.write_str(
+                "holds the prefix of another [[webdav]] rule, whose tree (with its own \
+                 read_only and locks) this one may not remove or replace",
             ),
         }
     }

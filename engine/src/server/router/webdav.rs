@@ -69,6 +69,24 @@ impl Router {
                 Err(plan) => return Step::Answer(plan),
             }
         }
+        // What DELETE or MOVE takes away, or a COPY or MOVE replaces,
+        // may hold another rule's prefix: that tree is not this rule's
+        // (its read_only and locks are its own), and its members go only
+        // through it (a read of them, COPY's source, passes).
+        let nested = |path: &[u8]| {
+            let under = |prefix: &[u8]| {
+                prefix.len() > path.len()
+                    && prefix.starts_with(path)
+                    && (path.ends_with(b"/") || prefix[path.len()] == b'/')
+            };
+            (rules.iter().enumerate()).any(|(j, d)| j != i && under(d.rule.path.as_bytes()))
+        };
+        if matches!(method, b"DELETE" | b"MOVE") && nested(&s.path)
+            || matches!(method, b"COPY" | b"MOVE") && nested(&to)
+        {
+            s.refuse(crate::handlers::Refusal::NestedTree);
+            return Step::Answer(webdav::bare(Status::FORBIDDEN));
+        }
         if !matches!(method, b"GET" | b"HEAD" | b"OPTIONS") {
             // (GET and HEAD: the static handler knows them too.)
             if let Some((status, why, file)) = webdav::keeps_own(dav, method, &rel, &to[to_skip..])
