@@ -1106,6 +1106,34 @@ fn a_collection_holding_another_rules_tree_is_not_removed_through_the_outer_rule
     assert_eq!(r.status, 204, "{}", r.head);
 }
 
+/// A pattern without `/` (`*.key`) judges a request that reaches into a
+/// collection (it may hold a `.key` file), but a DELETE, COPY or MOVE of
+/// a file (onto no collection) by its own name and its Destination's:
+/// renaming `a.txt` is no request for a key.
+#[test]
+fn a_file_is_judged_by_its_own_name_not_by_what_a_collection_may_hold() {
+    let files: &[(&str, &[u8])] = &[("a.txt", b"A"), ("b.txt", b"B"), ("docs/c.txt", b"C")];
+    let (s, dav) = start("[[access]]\npattern = \"*.key\"\ndeny = [\"all\"]\n", files);
+    let r = transfer(&s, "MOVE", "/dav/a.txt", "/dav/c.txt", "");
+    assert_eq!(r.status, 201, "{}", r.head);
+    let r = transfer(&s, "COPY", "/dav/b.txt", "/dav/d.txt", "");
+    assert_eq!(r.status, 201, "{}", r.head);
+    assert_eq!(send(&s, "DELETE", "/dav/b.txt", b"").status, 204);
+    // Its own name, or its Destination's, still decides.
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/c.txt", "/dav/x.key", "").status,
+        403
+    );
+    assert_eq!(send(&s, "PUT", "/dav/y.key", b"k").status, 403);
+    // Onto a collection, or of one: what it holds is reached.
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/c.txt", "/dav/docs", "").status,
+        403
+    );
+    assert_eq!(send(&s, "DELETE", "/dav/docs/", b"").status, 403);
+    assert_eq!(names(&dav), ["c.txt", "d.txt", "docs"]);
+}
+
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
 /// `copymove`, `props`, `http` and `locks` suites pass in full against
 /// brisk with the sandbox on.

@@ -1403,6 +1403,23 @@ pub(super) fn judged_too(
         crate::http::path::destination(value, req.host(), &mut to)?;
         also.push(to);
     }
+    // A file holds nothing: a DELETE, COPY or MOVE of one (onto no
+    // collection) reaches its own path alone, so that a pattern without
+    // `/` (`*.key`) judges it by its own name, not by what a collection
+    // might hold.
+    #[cfg(feature = "webdav")]
+    let reach = match req.path() {
+        Ok(path) if reach != Reach::Own && holds_nothing(dav, path) => {
+            match also
+                .first()
+                .filter(|_| matches!(req.method_token(), b"COPY" | b"MOVE"))
+            {
+                Some(to) if !holds_nothing(dav, to) => reach,
+                _ => Reach::Own,
+            }
+        }
+        _ => reach,
+    };
     #[cfg(feature = "webdav")]
     if let Some(lists) = req
         .header("If")
@@ -1418,6 +1435,26 @@ pub(super) fn judged_too(
         }
     }
     Ok(reach)
+}
+
+/// Whether `path`, beneath the `[[webdav]]` rule of `dav` that serves
+/// it, is no collection: a file (or a symlink, which a change does not
+/// follow), or nothing yet. A collection, or what cannot be told (a path
+/// ending in `/`, a lookup refused), is not.
+#[cfg(feature = "webdav")]
+fn holds_nothing(dav: &crate::config::DavRules, path: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Some((rule, skip)) = dav.iter().find_map(|r| Some((r, r.takes(path)?))) else {
+        return false;
+    };
+    let rel = path[skip..].strip_prefix(b"/").unwrap_or(&path[skip..]);
+    if rel.is_empty() || rel.ends_with(b"/") {
+        return false;
+    }
+    match std::fs::symlink_metadata(rule.root.join(std::ffi::OsStr::from_bytes(rel))) {
+        Ok(meta) => !meta.is_dir(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 /// `plan`, the answer to a COPY or MOVE whose `Destination` is refused (400: it
