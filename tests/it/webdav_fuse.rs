@@ -253,6 +253,14 @@ fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>, 
         let up = transfer(&s, "MOVE", "/dav/dir/f", "/dav/DIR", "");
         assert_eq!(up.status, 403, "{what}: {}", up.head);
         assert_eq!(fs::read(point.join("dir/f")).unwrap(), b"deep");
+        // A name exFAT cannot hold: the name's fault, said so in the log,
+        // and its page is its own status's (a 409 went with a "500"
+        // page).
+        let r = send(&s, "PUT", "/dav/co:lon.txt", b"x");
+        assert!(matches!(r.status, 400 | 409), "{what}: {}", r.head);
+        let title = format!("<title>{} ", r.status);
+        assert!(r.text().contains(&title), "{what}: {}", r.text());
+        s.wait_stderr_line("a name this filesystem cannot hold");
     }
 
     let new: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();

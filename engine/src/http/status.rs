@@ -112,6 +112,7 @@ impl Status {
             421 => "Misdirected Request",
             #[cfg(feature = "webdav")]
             423 => "Locked",
+            #[cfg(feature = "webdav")]
             424 => "Failed Dependency",
             429 => "Too Many Requests",
             431 => "Request Header Fields Too Large",

@@ -760,16 +760,20 @@ impl Job for Ending {
                 later.answer(Status::BAD_REQUEST.0, &[], b"")
             }
             Err(e) => {
-                let status = match (status_of(&e), e.raw_os_error()) {
-                    (Status::INSUFFICIENT_STORAGE, _) => Status::INSUFFICIENT_STORAGE,
+                let (status, why) = match (status_of(&e), e.raw_os_error()) {
+                    (Status::INSUFFICIENT_STORAGE, _) => (Status::INSUFFICIENT_STORAGE, ""),
                     // A name this filesystem cannot hold (`a:b` on exFAT
                     // or vfat: EINVAL, or ENOENT from exfat-fuse), or its
                     // directory gone meanwhile: the name's fault, not the
                     // server's (400, 409).
-                    (status, Some(libc::EINVAL | libc::ENOENT)) => status,
-                    _ => Status::INTERNAL_SERVER_ERROR,
+                    (status, Some(libc::EINVAL | libc::ENOENT)) => (
+                        status,
+                        ": a name this filesystem cannot hold (exFAT and FAT refuse \
+                         \\ : * ? \" < > |), or its directory was removed meanwhile",
+                    ),
+                    _ => (Status::INTERNAL_SERVER_ERROR, ""),
                 };
-                later.fail(status, e.to_string())
+                later.fail(status, format!("{e}{why}; {}", status.0))
             }
         };
     }
