@@ -14,11 +14,14 @@ use crate::log::console;
 /// Returns the exit status: 0, 1 (a failure at run time), 2 (a bad
 /// command line or configuration).
 pub fn command(args: Vec<OsString>) -> i32 {
-    // (Started by an upgrade: why it fails goes to the previous brisk,
-    // which logs it; a daemon's standard error is /dev/null.)
+    // (Started by an upgrade, the cargo feature `ops`: why it fails goes
+    // to the previous brisk, which logs it; a daemon's standard error is
+    // /dev/null.)
+    #[cfg(feature = "ops")]
     let upgrade = crate::sys::upgrade::failure_pipe();
     let say = |e: &dyn std::fmt::Display| {
         console::say(format_args!("{e}"));
+        #[cfg(feature = "ops")]
         if let Some(pipe) = &upgrade {
             crate::sys::upgrade::say_failed(pipe, &e.to_string());
         }

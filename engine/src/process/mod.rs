@@ -278,10 +278,12 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     let passed = sys::systemd::listen_fds().map_err(Error::SocketActivation)?;
     // (Only a build with zero-downtime upgrades, the cargo feature `ops`,
     // takes sockets handed over by the brisk it replaces.)
-    let mut handover = match cfg!(feature = "ops") {
-        true => sys::upgrade::handed_over().map_err(Error::Handover)?,
-        false => None,
-    };
+    // (Gated, not `cfg!`: its code was kept, as dead, in the builds
+    // without it, 4 KiB.)
+    #[cfg(feature = "ops")]
+    let mut handover = sys::upgrade::handed_over().map_err(Error::Handover)?;
+    #[cfg(not(feature = "ops"))]
+    let handover = None::<std::convert::Infallible>;
     let mut manager = systemd::Manager::connect().map_err(Error::Notify)?;
     // What an upgrade starts again, as brisk was started (before a
     // daemon moves to /).
@@ -301,12 +303,16 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     if let (Some(path), None) = (&cfg.pid_file, &handover) {
         pid_file::check_free(path)?;
     }
+    #[cfg(feature = "ops")]
     let mut given: Vec<Inherited> = handover
         .as_mut()
         .map(upgrade::inherited)
         .unwrap_or_default();
+    #[cfg(not(feature = "ops"))]
+    let mut given: Vec<Inherited> = Vec::new();
     // Where they listen: an address the configuration no longer lists
     // closes with the previous brisk, which is said.
+    #[cfg(feature = "ops")]
     let handed_at: Vec<(SocketAddr, Speaks)> = (given.iter())
         .filter_map(|g| Some((g.socket.local_addr().ok()?, g.speaks?)))
         .collect();
@@ -317,7 +323,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     );
     // QUIC's handed sockets, read once the previous brisk has gone (its
     // end of the readiness pipe closed: see `server::quic_handover`).
-    #[cfg(feature = "http3")]
+    #[cfg(all(feature = "http3", feature = "ops"))]
     if let Some(h) = handover.as_mut() {
         let udp = std::mem::take(&mut h.udp);
         if !udp.is_empty() {
@@ -399,6 +405,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     confined
         .notes
         .extend(warnings.into_iter().map(|w| (Level::Warn, w)));
+    #[cfg(feature = "ops")]
     if handover.is_some() {
         let serving = server.local_addrs();
         let handed = handed_at.iter().filter(|a| serving.contains(&a.0)).count();
@@ -513,7 +520,9 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     }
     // Serving: the pid file is removed at the end (see pid_file::remove).
     let mut written = undo.pid_file.take().and_then(|(_, written)| written);
+    #[cfg_attr(not(feature = "ops"), allow(unused_mut))]
     let mut stop = None;
+    #[cfg(feature = "ops")]
     if let Some(h) = handover.take() {
         // The previous brisk waits for this to retire.
         if let Err(e) = sys::upgrade::say_ready(&h.ready) {
@@ -658,7 +667,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     let drained_by = Instant::now() + running.config().timeouts.shutdown;
     // (A second SIGTERM or SIGINT ends the drain: every connection is
     // closed at once.)
-    let left = running.stop_unless(|| match sys::signal::wait(Duration::from_millis(50)) {
+    let left = running.stop_unless(&mut || match sys::signal::wait(Duration::from_millis(50)) {
         Some(Signal::Terminate) => {
             main_log.log(
                 Level::Info,

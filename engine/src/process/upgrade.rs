@@ -17,8 +17,8 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use crate::server::{Inherited, Running, Speaks};
-use crate::sys::upgrade::{Handover, Started, Upgrader};
+use crate::server::{Running, Speaks};
+use crate::sys::upgrade::{Started, Upgrader};
 use crate::sys::{self, signal::Signal};
 
 /// How long the new brisk may take to serve before the upgrade is given
@@ -155,11 +155,14 @@ impl Pending {
 }
 
 /// The sockets a previous brisk handed over, as listeners to adopt.
-pub(super) fn inherited(handover: &mut Handover) -> Vec<Inherited> {
+#[cfg(feature = "ops")]
+pub(super) fn inherited(
+    handover: &mut crate::sys::upgrade::Handover,
+) -> Vec<crate::server::Inherited> {
     handover
         .sockets
         .drain(..)
-        .map(|(socket, kind, wanted)| Inherited {
+        .map(|(socket, kind, wanted)| crate::server::Inherited {
             socket,
             speaks: Some(match kind.as_str() {
                 "https" => Speaks::Https,

@@ -709,13 +709,13 @@ impl Running {
     /// sockets go and exits once the handler returns: it is not waited
     /// for).
     pub fn stop(self) -> usize {
-        self.stop_unless(|| false)
+        self.stop_unless(&mut || false)
     }
 
     /// [`Running::stop`], asking `hurry` (which may wait a little) again
     /// and again while the drain lasts: once it says so, the drain ends
     /// now, every connection closed (a second Ctrl-C, as Caddy's).
-    pub fn stop_unless(mut self, mut hurry: impl FnMut() -> bool) -> usize {
+    pub fn stop_unless(mut self, hurry: &mut dyn FnMut() -> bool) -> usize {
         self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.
         self.bound.clear();

@@ -61,6 +61,7 @@ impl Gate {
 /// Takes the UDP sockets `udp` the previous brisk handed over (each with
 /// the address it was configured for), shut until `lives` (the
 /// readiness pipe's writing end) reports that brisk gone.
+#[cfg(feature = "ops")]
 pub(crate) fn hand(udp: Vec<(UdpSocket, SocketAddr)>, lives: OwnedFd) {
     if udp.is_empty() {
         return;

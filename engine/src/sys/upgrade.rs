@@ -434,7 +434,11 @@ pub fn say_failed(pipe: &std::fs::File, why: &str) {
 /// previous brisk that does not ask ([`SAYS_VAR`]) reads as "ready" all
 /// the same.
 pub fn say_ready(ready: &std::fs::File) -> io::Result<()> {
-    (&*ready).write_all(format!("R{}", std::process::id()).as_bytes())
+    let mut said = [b'R'; 21];
+    let mut digits = [0; 20];
+    let pid = crate::http::u64_digits(std::process::id().into(), &mut digits);
+    said[1..=pid.len()].copy_from_slice(pid);
+    (&*ready).write_all(&said[..=pid.len()])
 }
 
 /// What an upgraded brisk was handed (see the module documentation).

@@ -191,6 +191,18 @@ fn start_privileged(cfg: &Config, logs: &mut OpenLogs) -> Result<Option<Arc<Priv
     Ok(Some(helper))
 }
 
+/// The warning for a configuration `file` that `user` cannot read.
+#[cold]
+#[inline(never)]
+fn unreadable_config(file: &Path, user: &str) -> String {
+    format!(
+        "{}: user \"{user}\" cannot read this configuration file, so a reload (SIGHUP, \
+         brisk --reload) will fail: brisk reads it again as that user; make it readable by \
+         them (brisk --upgrade reads it as root, as at start)",
+        file.display()
+    )
+}
+
 /// Switches to the configured user and group, if any, and verifies it.
 pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), Error> {
     let Some(user) = &cfg.user else {
@@ -229,16 +241,7 @@ pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), Error> {
             .and_then(|f| std::fs::File::open(f).err())
             .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
     if let (true, Some(file)) = (unreadable, &cfg.config_file) {
-        notes.push((
-            Level::Warn,
-            format!(
-                "{}: user \"{}\" cannot read this configuration file, so a reload (SIGHUP, \
-                 brisk --reload) will fail: brisk reads it again as that user; make it \
-                 readable by them (brisk --upgrade reads it as root, as at start)",
-                file.display(),
-                user.name
-            ),
-        ));
+        notes.push((Level::Warn, unreadable_config(file, &user.name)));
     }
     Ok(())
 }
