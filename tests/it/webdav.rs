@@ -1134,6 +1134,23 @@ fn a_file_is_judged_by_its_own_name_not_by_what_a_collection_may_hold() {
     assert_eq!(names(&dav), ["c.txt", "d.txt", "docs"]);
 }
 
+/// A COPY or MOVE of a file to a Destination that ends in `/` (which
+/// names a collection) is 409, and makes nothing: it made a plain file
+/// under the name without the slash, 404 at the URL the client named
+/// (lighttpd answers 409 too).
+#[test]
+fn a_file_sent_to_a_collections_url_is_409() {
+    let (s, dav) = start("", &[("z.txt", b"Z"), ("y.txt", b"Y")]);
+    for (method, from, to) in [
+        ("MOVE", "/dav/z.txt", "/dav/zdir/"),
+        ("COPY", "/dav/y.txt", "/dav/ydir/"),
+    ] {
+        let r = transfer(&s, method, from, to, "");
+        assert_eq!(r.status, 409, "{method} {from} -> {to}: {}", r.head);
+    }
+    assert_eq!(names(&dav), ["y.txt", "z.txt"]);
+}
+
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
 /// `copymove`, `props`, `http` and `locks` suites pass in full against
 /// brisk with the sandbox on.

@@ -412,7 +412,8 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         confined.notes.push((
             Level::Info,
             format!(
-                "upgrade: serving on the {handed} listening sockets the previous brisk handed over"
+                "upgrade: serving on the {handed} listening socket{} the previous brisk handed over",
+                if handed == 1 { "" } else { "s" }
             ),
         ));
         for (i, a) in handed_at.iter().enumerate() {

@@ -47,6 +47,10 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         Some(b"0") if !t.moving => false,
         Some(_) => return bare(Status::BAD_REQUEST),
     };
+    // (A Destination that ends in `/` names a collection: no place for
+    // a file where there is none, which would be made under the name
+    // without it, then 404 at the URL the client named; lighttpd's 409.)
+    let into_collection = to.ends_with(b"/");
     let (from, to) = (trim(t.from), trim(to));
     if from == to || to.starts_with(from) && to.get(from.len()) == Some(&b'/') || from.is_empty() {
         return bare(Status::FORBIDDEN);
@@ -58,6 +62,7 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         Ok(found) => found,
         Err(status) => return bare(status),
     };
+
     let dest = match parent(dav, to_dir) {
         Ok(d) => d,
         Err(status) => return bare(status),
@@ -81,6 +86,11 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
         Err(e) => return bare(super::refused_change(dav, to, &e, s)),
     };
+    // (A collection there is replaced by the file: litmus's "COPY
+    // overwrites collection".)
+    if into_collection && kind != Kind::Dir && existed != Some(Kind::Dir) {
+        return bare(super::CONFLICT);
+    }
     let done = if existed.is_some() {
         Status::NO_CONTENT
     } else {
