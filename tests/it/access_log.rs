@@ -91,6 +91,30 @@ fn errors_and_head_are_logged() {
     assert!(line.starts_with(b"127.0.0.1 - - ["), "{line:?}");
 }
 
+/// A request refused 400 for a bad field line keeps its request line in
+/// the access log (as nginx's does); one whose request line itself is
+/// bad is logged `"- - -"`.
+#[test]
+fn a_400_for_a_field_line_logs_the_request_line() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"a");
+    b.access_log();
+    let s = b.start();
+    let r = s.request(b"GET /some/page?id=42 HTTP/1.1\r\nHost: x\r\nX-Trace: a\x01b\r\n\r\n");
+    assert_eq!(r.status, 400);
+    let line = s.wait_access_line(|l| contains(l, " 400 "));
+    let line = String::from_utf8_lossy(&line);
+    assert!(
+        line.contains("\"GET /some/page?id=42 HTTP/1.1\" 400 "),
+        "{line}"
+    );
+    let r = s.request(b"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(r.status, 400);
+    let lines = || std::fs::read_to_string(&s.access_path).unwrap_or_default();
+    wait_until("the second 400", || lines().matches(" 400 ").count() == 2);
+    assert!(lines().contains("\"- - -\" 400 "), "{}", lines());
+}
+
 #[test]
 fn control_bytes_and_quotes_are_escaped() {
     let mut b = Builder::new();

@@ -809,7 +809,7 @@ impl Worker {
                     // (Reading its head since its first byte.)
                     let mut r = self.pools.lend_request(conn.life.since());
                     let why = "request head timed out";
-                    self.reject(&mut conn, &mut r, Status::REQUEST_TIMEOUT, why);
+                    self.reject(&mut conn, &mut r, Status::REQUEST_TIMEOUT, (why, b""));
                     self.pools.take_back_request(r);
                     self.conns.put(i, conn);
                     self.on_event(i, false);

@@ -112,9 +112,10 @@ impl Worker {
                 self.pools.take_back_request(r);
                 return Consumed(0);
             };
+            let at = pos;
             let event = h1.read(&mut c.life, input, &mut pos, &mut r.req, &cx, ex);
             if let Event::Request | Event::Invalid(_) = event {
-                match self.answer_head(c, r, event, pos, input.len()) {
+                match self.answer_head(c, r, event, pos, (input.len(), &input[at..])) {
                     Some(done) => return done,
                     None => continue,
                 }
@@ -144,8 +145,9 @@ impl Worker {
     }
 
     /// The head `event` (a request, or one that can never be valid) was
-    /// read into `r` on `c`, up to `pos` of the `len` bytes of input:
-    /// answers it (or holds it), and takes `r` back. Returns what
+    /// read into `r` on `c`, up to `pos` of the `len` bytes of input (the
+    /// head from the start of `head`): answers it (or holds it), and
+    /// takes `r` back. Returns what
     /// [`Worker::process`] returns if that ends the input: a rejected
     /// request (the connection closes after it), or one that asks to go
     /// on in h2c and may, which the driver takes with `r`.
@@ -155,7 +157,7 @@ impl Worker {
         mut r: Box<Request>,
         event: Event,
         pos: usize,
-        len: usize,
+        (len, head): (usize, &[u8]),
     ) -> Option<Processed> {
         if let Event::Invalid(e) = event {
             #[cfg(feature = "http2")]
@@ -163,7 +165,7 @@ impl Worker {
             #[cfg(not(feature = "http2"))]
             let preface = false;
             if !preface {
-                self.reject(c, &mut r, e.status, e.reason);
+                self.reject(c, &mut r, e.status, (e.reason, head));
             }
             self.pools.take_back_request(r);
             return Some(Processed::Consumed(len));
@@ -212,7 +214,16 @@ impl Worker {
 
     /// Answers a request that could not be parsed (or whose head did not
     /// arrive in time), and closes after it.
-    pub(super) fn reject(&mut self, c: &mut Conn, r: &mut Request, status: Status, reason: &str) {
+    /// (`head`: the bytes it came in, whose request line, if it is one,
+    /// the access log has, as nginx's: a bad field line is no reason to
+    /// lose which page was asked for.)
+    pub(super) fn reject(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        status: Status,
+        (reason, head): (&str, &[u8]),
+    ) {
         // (Counted as `other`: a head that could not be read names no
         // method it can be trusted for.)
         let took = self.clock.now.saturating_duration_since(r.start);
@@ -240,14 +251,15 @@ impl Worker {
         };
         if self.logger.access_enabled() {
             let tls = c.transport.session();
+            let (method, target, version) = request_line(head).unwrap_or((b"-", b"-", "-"));
             let rec = AccessRecord {
                 remote: c.peer.ip(),
                 remote_port: c.peer.port(),
                 https: tls.is_some(),
                 time: self.clock.wall(),
-                method: b"-",
-                target: b"-",
-                version: "-",
+                method,
+                target,
+                version,
                 status: status.0,
                 bytes: 0,
                 referer: None,
@@ -593,6 +605,24 @@ pub(super) fn answering<'a>(
 
 /// The access-log record of an answered request (its body bytes and
 /// duration are filled in once the answer has left).
+/// The method, target and version of `head`'s first line if it is a
+/// well-formed HTTP/1.x request line (RFC 9112 §3: a token, a target of
+/// visible characters, the version; single spaces).
+fn request_line(head: &[u8]) -> Option<(&[u8], &[u8], &'static str)> {
+    let line = &head[..head.iter().position(|&b| b == b'\n')?];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.split(|&b| b == b' ');
+    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
+    let version = match version {
+        b"HTTP/1.1" => "HTTP/1.1",
+        b"HTTP/1.0" => "HTTP/1.0",
+        _ => return None,
+    };
+    let visible = !target.is_empty() && target.iter().all(|&b| b.is_ascii_graphic());
+    (parts.next().is_none() && crate::http::grammar::is_token(method) && visible)
+        .then_some((method, target, version))
+}
+
 pub(super) fn request_record<'a>(
     c: &Conn,
     time: SystemTime,
