@@ -1151,6 +1151,42 @@ fn a_file_sent_to_a_collections_url_is_409() {
     assert_eq!(names(&dav), ["y.txt", "z.txt"]);
 }
 
+/// An `[[auth]]` rule whose `methods` guard some of the methods that
+/// change a writable tree but not all is warned about: COPY and MOVE
+/// overwrite and remove too. `except_methods` is not.
+#[cfg(feature = "sites")]
+#[test]
+fn auth_methods_that_leave_copy_and_move_open_are_warned_about() {
+    let dir = TempDir::new("half-guarded");
+    fs::create_dir_all(dir.path.join("dav")).unwrap();
+    write_file(
+        &dir.path.join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    let cfg = dir.path.join("brisk.toml");
+    let check = |methods: &str| {
+        fs::write(
+            &cfg,
+            format!(
+                "root = \"{0}\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{0}/dav\"\n\
+                 [[auth]]\npath = \"/dav/\"\nrealm = \"Share\"\nhtpasswd = \"htpasswd\"\n{methods}\n",
+                dir.path.display()
+            ),
+        )
+        .unwrap();
+        let (st, out, err) = run_brisk(&["--config", cfg.to_str().unwrap(), "--check-config"]);
+        assert!(st.success(), "{err}");
+        out
+    };
+    let out = check("methods = [\"PUT\", \"DELETE\"]");
+    assert!(
+        out.contains("warning: auth[1].methods guards some of the methods that change the WebDAV tree at /dav/ but not MKCOL, COPY, MOVE, PROPPATCH, which change it as well: anyone may;"),
+        "{out}"
+    );
+    let out = check("except_methods = [\"GET\", \"HEAD\", \"OPTIONS\", \"PROPFIND\"]");
+    assert!(!out.contains("warning: auth"), "{out}");
+}
+
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
 /// `copymove`, `props`, `http` and `locks` suites pass in full against
 /// brisk with the sandbox on.

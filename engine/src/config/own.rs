@@ -242,6 +242,8 @@ impl Config {
     pub fn warnings(&self) -> Vec<String> {
         let mut all = self.own_files_under_roots();
         all.extend(super::admission::hidden_guards(self));
+        #[cfg(all(feature = "webdav", feature = "sites"))]
+        all.extend(super::webdav::half_guarded(self));
         // (`[proxy]` is refused without the feature `ops`.)
         #[cfg(feature = "ops")]
         all.extend(super::admission::trusting_everyone(self));

@@ -95,6 +95,60 @@ impl WebdavRule {
     }
 }
 
+/// A warning for each `[[auth]]` rule whose `methods` list guards some
+/// of the methods that change a writable `[[webdav]]` tree it covers (a
+/// prefix of it, or beneath it) but not all: `methods = ["PUT",
+/// "DELETE"]` leaves COPY and MOVE, which overwrite and remove as well,
+/// to anyone. (`except_methods` is the way: webdav.md.)
+#[cfg(all(feature = "webdav", feature = "sites"))]
+pub(crate) fn half_guarded(config: &Config) -> Vec<String> {
+    use crate::access::auth::AuthMethods;
+    use crate::http::glob::PathMatch;
+    let mut out = Vec::new();
+    for (prefix, site) in super::SiteConfig::all_keyed(config) {
+        for (i, auth) in site.auth.iter().enumerate() {
+            let (AuthMethods::Only(_), PathMatch::Prefix(path)) = (&auth.methods, &auth.matcher)
+            else {
+                continue;
+            };
+            for dav in site.webdav.iter().filter(|d| !d.read_only) {
+                if !(dav.path.starts_with(path.as_str()) || path.starts_with(dav.path.as_str())) {
+                    continue;
+                }
+                let changing: &[&str] = match dav.locks {
+                    true => &[
+                        "PUT",
+                        "DELETE",
+                        "MKCOL",
+                        "COPY",
+                        "MOVE",
+                        "PROPPATCH",
+                        "LOCK",
+                        "UNLOCK",
+                    ],
+                    false => &["PUT", "DELETE", "MKCOL", "COPY", "MOVE", "PROPPATCH"],
+                };
+                let open: Vec<&str> = (changing.iter())
+                    .filter(|m| !auth.methods.covers(m.as_bytes()))
+                    .copied()
+                    .collect();
+                if !open.is_empty() && open.len() < changing.len() {
+                    out.push(format!(
+                        "{prefix}auth[{}].methods guards some of the methods that change the \
+                         WebDAV tree at {} but not {}, which change it as well: anyone may; \
+                         list them too, or guard all but the reading ones with except_methods \
+                         = [\"GET\", \"HEAD\", \"OPTIONS\", \"PROPFIND\"]",
+                        i + 1,
+                        dav.path,
+                        open.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Why the workers cannot write in the tree of `rule`, a writable rule
 /// (see [`crate::sys::fs::cannot_write_dir`]): they run as `user` (or as
 /// `nobody`, started as root without one), with `group` or its own and
