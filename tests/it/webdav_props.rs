@@ -462,3 +462,35 @@ fn an_xml_body_may_start_with_a_utf8_byte_order_mark() {
         b"A UTF-16 body: WebDAV bodies are read as UTF-8 only.\n"
     );
 }
+
+/// A body in another encoding (ISO-8859-1's `é`) is 415, and one that is
+/// not well-formed 400: each with its reason, in the answer and in the
+/// log at `info` (both were 400 with nothing said anywhere).
+#[test]
+fn an_xml_body_that_cannot_be_read_says_why() {
+    let (s, _) = start("", &[("f", b"1")]);
+    let mut latin = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><D:propfind xmlns:D=\"DAV:\"><D:prop><x:caf".to_vec();
+    latin.extend_from_slice(b"\xe9 xmlns:x=\"urn:x\"/></D:prop></D:propfind>");
+    let mut raw = format!(
+        "PROPFIND /dav/f HTTP/1.1\r\nHost: localhost\r\nDepth: 0\r\nContent-Length: {}\r\n\r\n",
+        latin.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(&latin);
+    let r = s.request(&raw);
+    assert_eq!(r.status, 415, "{}", r.head);
+    assert_eq!(
+        r.body,
+        b"A body that is not UTF-8: WebDAV bodies are read as UTF-8 only.\n"
+    );
+    let body = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><x:a xmlns:x=\"urn:x\">1</D:prop></D:set></D:propertyupdate>";
+    let r = proppatch(&s, "/dav/f", body);
+    assert_eq!(r.status, 400, "{}", r.head);
+    assert!(
+        String::from_utf8_lossy(&r.body)
+            .starts_with("An XML body brisk cannot read: not well-formed"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    s.wait_stderr_line("webdav: PROPPATCH /dav/f: An XML body brisk cannot read");
+}

@@ -346,27 +346,27 @@ impl Router {
         if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
             // A UTF-16 body (by its byte order mark): read as UTF-8 only
             // (RFC 4918 §8.2), so 415 (RFC 9110 §15.5.16) that says so.
-            s.body.clear();
-            s.body
-                .extend_from_slice(b"A UTF-16 body: WebDAV bodies are read as UTF-8 only.\n");
-            s.header("Content-Type", b"text/plain; charset=utf-8");
-            return Plan {
-                status: Status::UNSUPPORTED_MEDIA_TYPE,
-                body: Body::Buffer,
-                close: false,
-            };
+            let why = "A UTF-16 body: WebDAV bodies are read as UTF-8 only.";
+            return unread_body(routing, Status::UNSUPPORTED_MEDIA_TYPE, why);
         }
+        if std::str::from_utf8(&bytes).is_err() {
+            // (Another encoding, ISO-8859-1's: the same.)
+            let why = "A body that is not UTF-8: WebDAV bodies are read as UTF-8 only.";
+            return unread_body(routing, Status::UNSUPPORTED_MEDIA_TYPE, why);
+        }
+        const MALFORMED: &str = "An XML body brisk cannot read: not well-formed, or with a \
+            DTD, or nested deeper than 32 elements (webdav.md).";
         let plan = match what {
             Bodied::Propfind { members } => match webdav::asked(&bytes) {
                 Some(asked) => return self.propfind(dav, rel, href, asked, members, routing),
-                None => webdav::bare(Status::BAD_REQUEST),
+                None => return unread_body(routing, Status::BAD_REQUEST, MALFORMED),
             },
             Bodied::Proppatch => match webdav::proppatch_ops(&bytes) {
                 Some(ops) => {
                     let change = Change::Proppatch { rel, href, ops };
                     return self.change_later(dav, change, routing);
                 }
-                None => webdav::bare(Status::BAD_REQUEST),
+                None => return unread_body(routing, Status::BAD_REQUEST, MALFORMED),
             },
             Bodied::Lock => webdav::lock(dav, &rel, &href, routing.req, Some(&bytes), s),
         };
@@ -400,6 +400,33 @@ fn later(
     };
     router.start_later(routing, &mut plan);
     plan
+}
+
+/// The answer `status` to a request whose XML body cannot be read, `why`
+/// its text (plain), said at `info` in the log as well: a client's
+/// doing, which neither it nor the operator could tell before.
+#[cold]
+#[inline(never)]
+fn unread_body(routing: &mut Routing<'_>, status: Status, why: &str) -> Plan {
+    routing.log.log(
+        crate::config::Level::Info,
+        format_args!(
+            "webdav: {} {}: {why} {}",
+            String::from_utf8_lossy(routing.req.method_token()),
+            String::from_utf8_lossy(routing.req.target()),
+            status.0
+        ),
+    );
+    let s = &mut *routing.scratch;
+    s.body.clear();
+    s.body.extend_from_slice(why.as_bytes());
+    s.body.push(b'\n');
+    s.header("Content-Type", b"text/plain; charset=utf-8");
+    Plan {
+        status,
+        body: Body::Buffer,
+        close: false,
+    }
 }
 
 /// Waits for the whole body of a PROPFIND or PROPPATCH (`what`) by rule
