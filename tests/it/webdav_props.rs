@@ -179,6 +179,22 @@ fn the_sidecar_store_is_never_served() {
     assert_eq!(names(&dav), [".brisk-props", ".seen", "f"]);
 }
 
+/// A file removed beside brisk (not by a DELETE) leaves its entries in
+/// the sidecar store; a PUT that makes a new file of that name (201)
+/// starts with none, as a new resource has none.
+#[test]
+fn a_new_file_does_not_take_a_removed_ones_sidecar_entries() {
+    let (s, dav) = start(SIDECAR, &[("f.txt", b"f")]);
+    assert_eq!(tint(&s, "/dav/f.txt", "secret"), 207);
+    std::fs::remove_file(dav.join("f.txt")).unwrap();
+    assert_eq!(send(&s, "PUT", "/dav/f.txt", b"new").status, 201);
+    assert_eq!(tint_of(&s, "/dav/f.txt"), "");
+    // A file replaced (204) keeps its own, as before.
+    assert_eq!(tint(&s, "/dav/f.txt", "kept"), 207);
+    assert_eq!(send(&s, "PUT", "/dav/f.txt", b"newer").status, 204);
+    assert_eq!(tint_of(&s, "/dav/f.txt"), "kept");
+}
+
 /// The sidecar store's entries follow MOVE (within a collection, across
 /// collections, over a member that had its own), COPY (of a file, of a
 /// collection with `Depth: 0` and infinity) and DELETE.

@@ -650,6 +650,16 @@ impl Put {
         if self.fsync {
             self.dir.sync()?;
         }
+        if !self.existed {
+            // A new resource has no dead properties, though its
+            // collection's store may still hold some under its name, a
+            // file's removed beside brisk.
+            let left =
+                sidecar::Store::load(&self.dir).is_ok_and(|s| s.of(&self.name).next().is_some());
+            if left {
+                let _ = sidecar::update(&self.dir, self.fsync, |s| s.take(&self.name));
+            }
+        }
         let status = if self.existed {
             Status::NO_CONTENT
         } else {
