@@ -1187,6 +1187,27 @@ fn auth_methods_that_leave_copy_and_move_open_are_warned_about() {
     assert!(!out.contains("warning: auth"), "{out}");
 }
 
+/// A PUT whose collection is moved while its body comes is 409 (its
+/// collection is no longer where its URL leads), and lands nowhere: it
+/// was 201 with the file in the moved collection, 404 at its URL.
+#[test]
+fn a_put_whose_collection_moved_while_its_body_came_is_409() {
+    let (s, dav) = start("", &[("mv1/keep.txt", b"k")]);
+    let mut put = s.connect();
+    put.send(
+        b"PUT /dav/mv1/f.bin HTTP/1.1\r\nHost: localhost\r\nContent-Length: 6\r\nExpect: 100-continue\r\n\r\n",
+    );
+    // (Routed, its collection opened, once told to send its body.)
+    assert_eq!(put.response().status, 100);
+    let r = transfer(&s, "MOVE", "/dav/mv1/", "/dav/mv2/", "");
+    assert_eq!(r.status, 201, "{}", r.head);
+    put.send(b"abcdef");
+    let r = put.response();
+    assert_eq!(r.status, 409, "{}", r.head);
+    assert_eq!(names(&dav.join("mv2")), ["keep.txt"]);
+    assert!(!dav.join("mv1").exists());
+}
+
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
 /// `copymove`, `props`, `http` and `locks` suites pass in full against
 /// brisk with the sandbox on.

@@ -475,7 +475,7 @@ pub fn options(dav: &Dav, s: &mut Scratch) -> Plan {
 /// that is not the range's length is 400, a range that ends past
 /// `max_upload` 413.
 pub fn put(
-    dav: &Dav,
+    dav: &Arc<Dav>,
     rel: &[u8],
     framing: BodyFraming,
     max: u64,
@@ -485,7 +485,7 @@ pub fn put(
 ) -> Started {
     use std::io::{Seek, SeekFrom};
     let answer = |status| Started::Answer(bare(status));
-    let Some((dir, name)) = split(rel).filter(|_| !rel.ends_with(b"/")) else {
+    let Some((dir_rel, name)) = split(rel).filter(|_| !rel.ends_with(b"/")) else {
         return answer(Status::METHOD_NOT_ALLOWED);
     };
     if let BodyFraming::Length(n) = framing {
@@ -501,7 +501,7 @@ pub fn put(
             return answer(Status::BAD_REQUEST);
         }
     }
-    let dir = match parent(dav, dir) {
+    let dir = match parent(dav, dir_rel) {
         Ok(d) => d,
         Err(status) => return answer(status),
     };
@@ -525,6 +525,7 @@ pub fn put(
     match staged {
         Ok((file, staged)) => Started::Upload(Box::new(Put {
             dir,
+            at: (Arc::clone(dav), dir_rel.to_vec()),
             staged,
             name: name.to_vec(),
             existed,
@@ -546,6 +547,9 @@ pub fn put(
 #[derive(Debug)]
 pub struct Put {
     dir: Dir,
+    /// The rule and the path of `dir` beneath its root: where the file
+    /// is to be found once named.
+    at: (Arc<Dav>, Vec<u8>),
     /// How the file waits for its name (removed when dropped unplaced).
     staged: Staged,
     name: Vec<u8>,
@@ -668,8 +672,17 @@ impl Put {
         Ok((status, old))
     }
 
-    /// Names `file` `self.name`, in one step (see `Dir::place`).
+    /// Names `file` `self.name`, in one step (see `Dir::place`), if its
+    /// collection is still where the request's URL leads: one moved
+    /// (or removed) while the body came would have it land where no URL
+    /// of the client's leads, unchecked by the rules and locks of where
+    /// it is now (ENOENT: 409, as for a missing collection).
     fn place(&mut self, file: &File) -> io::Result<()> {
+        let (dav, rel) = &self.at;
+        let here = dav.files.root().dir(rel).and_then(|d| d.identity());
+        if here.ok() != self.dir.identity().ok() {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        }
         let new_only = self.conditions.as_ref().is_some_and(Conditions::new_only);
         let placed = match self.dir.place(file, &self.staged, &self.name, self.existed) {
             // (One came meanwhile, by a COPY or MOVE or beside brisk:
