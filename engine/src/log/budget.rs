@@ -138,8 +138,7 @@ mod tests {
     /// not; each report at its own lines' level.
     #[test]
     fn the_count_is_said_at_its_lines_level() {
-        use crate::config::AccessFormat;
-        let m = super::super::memory(AccessFormat::Common, Level::Info, 16);
+        let m = super::super::memory(super::super::AccessFormat::Common, Level::Info, 16);
         let mut log = m.service.handle();
         let t0 = Instant::now();
         let mut b = LineBudget::new(1, t0);

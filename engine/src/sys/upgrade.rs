@@ -434,11 +434,19 @@ pub fn say_failed(pipe: &std::fs::File, why: &str) {
 /// previous brisk that does not ask ([`SAYS_VAR`]) reads as "ready" all
 /// the same.
 pub fn say_ready(ready: &std::fs::File) -> io::Result<()> {
-    let mut said = [b'R'; 21];
-    let mut digits = [0; 20];
-    let pid = crate::http::u64_digits(std::process::id().into(), &mut digits);
-    said[1..=pid.len()].copy_from_slice(pid);
-    (&*ready).write_all(&said[..=pid.len()])
+    // `R`, then the pid's digits, written from the end.
+    let mut said = [b'R'; 11];
+    let (mut pid, mut at) = (std::process::id(), said.len());
+    loop {
+        at -= 1;
+        said[at] = b'0' + (pid % 10) as u8;
+        pid /= 10;
+        if pid == 0 {
+            break;
+        }
+    }
+    said[at - 1] = b'R';
+    (&*ready).write_all(&said[at - 1..])
 }
 
 /// What an upgraded brisk was handed (see the module documentation).
