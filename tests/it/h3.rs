@@ -2018,6 +2018,11 @@ fn http3_on_what_a_reload_adds_is_bound_through_the_helper() {
         2,
         "{err}"
     );
+    // (Said, as a listener's coming and going is.)
+    for port in [first, second] {
+        let gone = format!("[info] SIGHUP: no longer answering HTTP/3 on UDP 127.0.0.1:{port}");
+        crate::common::wait_until("the HTTP/3 lines", || s.stderr().contains(&gone));
+    }
     let on = tls_ports(&[first, second], true, "user = \"nobody\"");
     let err = reload_with(&s, &on, 3);
     assert_eq!(
@@ -2025,6 +2030,8 @@ fn http3_on_what_a_reload_adds_is_bound_through_the_helper() {
         3,
         "{err}"
     );
+    let back = format!("[info] SIGHUP: now also answering HTTP/3 on UDP 127.0.0.1:{first}");
+    crate::common::wait_until("the HTTP/3 line", || s.stderr().contains(&back));
     assert!(!err.contains("[error]"), "{err}");
     for port in [first, second] {
         assert_eq!(text(&h3_at(port, get.clone())["responses"][0]), "hello\n");

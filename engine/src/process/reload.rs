@@ -25,6 +25,8 @@ pub(super) fn on_hangup(
     log: &mut Logger,
 ) -> &'static str {
     let before = running.listeners();
+    #[cfg(feature = "http3")]
+    let quic_before = running.quic_addrs();
     let done = reload_config(
         reload,
         loaded,
@@ -58,6 +60,23 @@ pub(super) fn on_hangup(
                     Level::Info,
                     format_args!("SIGHUP: no longer listening on {}", url(a)),
                 );
+            }
+            // HTTP/3's UDP sockets, where [http3] was turned on or off.
+            #[cfg(feature = "http3")]
+            {
+                let quic = running.quic_addrs();
+                for a in quic.iter().filter(|a| !quic_before.contains(a)) {
+                    log.log(
+                        Level::Info,
+                        format_args!("SIGHUP: now also answering HTTP/3 on UDP {a}"),
+                    );
+                }
+                for a in quic_before.iter().filter(|a| !quic.contains(a)) {
+                    log.log(
+                        Level::Info,
+                        format_args!("SIGHUP: no longer answering HTTP/3 on UDP {a}"),
+                    );
+                }
             }
             "serving (configuration reloaded)"
         }

@@ -816,6 +816,13 @@ impl Running {
         self.bound.iter().any(|b| b.wanted == *addr)
     }
 
+    /// The bound addresses that answer HTTP/3 too (their UDP sockets').
+    #[cfg(feature = "http3")]
+    pub fn quic_addrs(&self) -> Vec<SocketAddr> {
+        let quic = self.bound.iter().filter(|b| !b.udp.is_empty());
+        quic.map(|b| b.real).collect()
+    }
+
     /// Whether `addr` (as configured) is bound with HTTP/3's UDP sockets.
     #[cfg(feature = "http3")]
     pub fn quic_on(&self, addr: &SocketAddr) -> bool {
