@@ -603,8 +603,6 @@ pub(super) fn answering<'a>(
     }
 }
 
-/// The access-log record of an answered request (its body bytes and
-/// duration are filled in once the answer has left).
 /// The method, target and version of `head`'s first line if it is a
 /// well-formed HTTP/1.x request line (RFC 9112 §3: a token, a target of
 /// visible characters, the version; single spaces).
@@ -623,6 +621,8 @@ fn request_line(head: &[u8]) -> Option<(&[u8], &[u8], &'static str)> {
         .then_some((method, target, version))
 }
 
+/// The access-log record of an answered request (its body bytes and
+/// duration are filled in once the answer has left).
 pub(super) fn request_record<'a>(
     c: &Conn,
     time: SystemTime,
