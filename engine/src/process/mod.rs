@@ -668,21 +668,23 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     let drained_by = Instant::now() + running.config().timeouts.shutdown;
     // (A second SIGTERM or SIGINT ends the drain: every connection is
     // closed at once.)
-    let left = running.stop_unless(&mut || match sys::signal::wait(Duration::from_millis(50)) {
-        Some(Signal::Terminate) => {
-            main_log.log(
-                Level::Info,
-                format_args!("second stop signal: closing every connection now"),
-            );
-            main_log.flush();
-            true
-        }
-        Some(Signal::ReopenLogs) => {
-            logs.reopen();
-            false
-        }
-        Some(_) | None => false,
-    });
+    let left = running.stop_unless(Some(
+        &mut || match sys::signal::wait(Duration::from_millis(50)) {
+            Some(Signal::Terminate) => {
+                main_log.log(
+                    Level::Info,
+                    format_args!("second stop signal: closing every connection now"),
+                );
+                main_log.flush();
+                true
+            }
+            Some(Signal::ReopenLogs) => {
+                logs.reopen();
+                false
+            }
+            Some(_) | None => false,
+        },
+    ));
     if left > 0 {
         // (Held by code that never returns to its loop: the process's
         // exit ends them; waiting would never end.)

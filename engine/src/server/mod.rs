@@ -709,13 +709,15 @@ impl Running {
     /// sockets go and exits once the handler returns: it is not waited
     /// for).
     pub fn stop(self) -> usize {
-        self.stop_unless(&mut || false)
+        self.stop_unless(None)
     }
 
-    /// [`Running::stop`], asking `hurry` (which may wait a little) again
-    /// and again while the drain lasts: once it says so, the drain ends
-    /// now, every connection closed (a second Ctrl-C, as Caddy's).
-    pub fn stop_unless(mut self, hurry: &mut dyn FnMut() -> bool) -> usize {
+    /// [`Running::stop`], asking `hurry` (which waits a little, as for a
+    /// signal) again and again while the drain lasts: once it says so,
+    /// the drain ends now, every connection closed (a second Ctrl-C, as
+    /// Caddy's). Not from a worker's thread (a handler's), which the
+    /// drain would wait for: [`Running::stop`] there.
+    pub fn stop_unless(mut self, hurry: Option<&mut dyn FnMut() -> bool>) -> usize {
         self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.
         self.bound.clear();
@@ -728,10 +730,12 @@ impl Running {
         let shutdown = self.cfg.timeouts.shutdown;
         drain(&self, shutdown);
         let until = std::time::Instant::now() + shutdown;
-        while !self.finished() && std::time::Instant::now() < until {
-            if hurry() {
-                drain(&self, Duration::ZERO);
-                break;
+        if let Some(hurry) = hurry {
+            while !self.finished() && std::time::Instant::now() < until {
+                if hurry() {
+                    drain(&self, Duration::ZERO);
+                    break;
+                }
             }
         }
         let left = until.saturating_duration_since(std::time::Instant::now());
