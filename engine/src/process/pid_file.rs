@@ -104,35 +104,6 @@ pub(super) fn remove(
 /// and the like, nginx's `-s`): the pid it was sent to, or why not, in
 /// words that name the file.
 pub fn signal_running(path: &Path, signal: i32) -> Result<i32, String> {
-    let pid = running(path)?;
-    let shown = path.display();
-    sys::process::signal(pid, signal)
-        .map_err(|e| format!("cannot signal brisk (pid {pid}, from {shown}): {e}"))?;
-    Ok(pid)
-}
-
-/// At start (not an upgrade's, whose pid file names the brisk it
-/// replaces): refused if the pid file at `path` names a brisk that runs,
-/// whose pid file this one would take (`brisk --stop` would then find
-/// this one only).
-pub(super) fn check_free(path: &Path) -> Result<(), Error> {
-    match running(path) {
-        Ok(pid) if pid as u32 != sys::process::pid() => {
-            Err(Error::Config(crate::config::ConfigError {
-                message: format!(
-                    "pid_file {}: brisk is running with that pid file (pid {pid}): stop it \
-                     first (brisk --stop), or give this one a pid_file of its own",
-                    path.display()
-                ),
-            }))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The pid of the brisk the pid file at `path` names, or why there is
-/// none, in words that name the file.
-fn running(path: &Path) -> Result<i32, String> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!(
@@ -164,5 +135,27 @@ fn running(path: &Path) -> Result<i32, String> {
             comm.trim_end()
         ));
     }
+    sys::process::signal(pid, signal)
+        .map_err(|e| format!("cannot signal brisk (pid {pid}, from {shown}): {e}"))?;
     Ok(pid)
+}
+
+/// At start (not an upgrade's, whose pid file names the brisk it
+/// replaces): refused if the pid file at `path` names a brisk that runs,
+/// whose pid file this one would take (`brisk --stop` would then find
+/// this one only).
+pub(super) fn check_free(path: &Path) -> Result<(), Error> {
+    // (Signal 0: only whether it is there, as `brisk --stop` finds it.)
+    match signal_running(path, 0) {
+        Ok(pid) if pid as u32 != sys::process::pid() => {
+            Err(Error::Config(crate::config::ConfigError {
+                message: format!(
+                    "pid_file {}: brisk is running with that pid file (pid {pid}): stop it \
+                     first (brisk --stop), or give this one a pid_file of its own",
+                    path.display()
+                ),
+            }))
+        }
+        _ => Ok(()),
+    }
 }
