@@ -337,6 +337,17 @@ fn parse_request_line(line: &[u8], complete: bool) -> Result<Option<RequestLine<
     }
 }
 
+/// The method, target and version of `head`'s first line, when that is a
+/// whole, valid request line (however the rest of the head is): what a
+/// head refused for a later line is logged with.
+pub fn request_line(head: &[u8]) -> Option<(&[u8], &[u8], Version)> {
+    let LineEnd::Complete { end, .. } = find_line_end(head, 0).ok()? else {
+        return None;
+    };
+    let line = parse_request_line(&head[..end], true).ok()??;
+    Some((line.method, line.target, line.version))
+}
+
 /// Parses one field line `name ":" OWS value OWS` (RFC 9112 §5).
 /// With `complete == false` only the prefix is checked.
 fn parse_field(line: &[u8], complete: bool) -> Result<Option<Header<'_>>, ParseError> {

@@ -251,7 +251,8 @@ impl Worker {
         };
         if self.logger.access_enabled() {
             let tls = c.transport.session();
-            let (method, target, version) = request_line(head).unwrap_or((b"-", b"-", "-"));
+            let (method, target, version) = crate::http::parse::request_line(head)
+                .map_or((&b"-"[..], &b"-"[..], "-"), |(m, t, v)| (m, t, v.as_str()));
             let rec = AccessRecord {
                 remote: c.peer.ip(),
                 remote_port: c.peer.port(),
@@ -601,24 +602,6 @@ pub(super) fn answering<'a>(
         draining: draining != Drain::Serve,
         now: clock.now,
     }
-}
-
-/// The method, target and version of `head`'s first line if it is a
-/// well-formed HTTP/1.x request line (RFC 9112 §3: a token, a target of
-/// visible characters, the version; single spaces).
-fn request_line(head: &[u8]) -> Option<(&[u8], &[u8], &'static str)> {
-    let line = &head[..head.iter().position(|&b| b == b'\n')?];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let mut parts = line.split(|&b| b == b' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    let version = match version {
-        b"HTTP/1.1" => "HTTP/1.1",
-        b"HTTP/1.0" => "HTTP/1.0",
-        _ => return None,
-    };
-    let visible = !target.is_empty() && target.iter().all(|&b| b.is_ascii_graphic());
-    (parts.next().is_none() && crate::http::grammar::is_token(method) && visible)
-        .then_some((method, target, version))
 }
 
 /// The access-log record of an answered request (its body bytes and
