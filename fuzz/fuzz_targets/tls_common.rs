@@ -20,7 +20,7 @@ pub fn config() -> Arc<rustls::ServerConfig> {
             ocsp: None,
         };
         let read = |p: &std::path::Path| Ok(if p.ends_with("a.pem") { CERT } else { KEY }.to_vec());
-        let cert = certs::load(&files, &read, certs::now()).expect("test certificate");
+        let cert = certs::load(&files, &read).expect("test certificate");
         server_config(&[cert], true, &Shared::new(16).expect("ticket key")).expect("server config")
     }))
 }

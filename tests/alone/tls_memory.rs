@@ -33,7 +33,7 @@ fn server() -> Arc<rustls::ServerConfig> {
         key: testdata("a.key"),
         ocsp: None,
     };
-    let cert = certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("certificate");
+    let cert = certs::load(&files, &|p| std::fs::read(p)).expect("certificate");
     server_config(&[cert], true, &Shared::new(100).expect("ticket key")).expect("server config")
 }
 

@@ -384,7 +384,7 @@ pub mod tls {
             key: testdata("a.key"),
             ocsp: None,
         };
-        let cert = certs::load(&files, &|p| std::fs::read(p), certs::now()).unwrap();
+        let cert = certs::load(&files, &|p| std::fs::read(p)).unwrap();
         TlsConfig {
             listen: vec!["127.0.0.1:0".parse().unwrap()],
             certificates: vec![cert],

@@ -26,7 +26,7 @@ pub fn config() -> brisk::config::TlsConfig {
         key: testdata("a.key"),
         ocsp: None,
     };
-    let cert = certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("certificate a");
+    let cert = certs::load(&files, &|p| std::fs::read(p)).expect("certificate a");
     brisk::config::TlsConfig {
         listen: vec!["127.0.0.1:0".parse().expect("address")],
         certificates: vec![cert],

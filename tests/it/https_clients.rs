@@ -1,7 +1,7 @@
 //! Real clients over HTTPS (issue #12): curl (TLS 1.3 and 1.2 forced,
 //! SNI with two certificates, ALPN), `openssl s_client` (a session saved
-//! and resumed: "Reused"), Python's `ssl`, wget; and certificates that
-//! brisk refuses at start, naming the file. A missing tool is a counted
+//! and resumed: "Reused"), Python's `ssl`, wget; a key brisk refuses at
+//! start, naming the file, and an expired certificate it serves. A missing tool is a counted
 //! skip (`scripts/test` installs them).
 use crate::common;
 
@@ -262,41 +262,59 @@ fn wget_fetches_over_https() {
 }
 
 #[test]
-fn an_expired_certificate_or_a_key_that_does_not_match_is_refused_at_start() {
+fn a_key_that_does_not_match_is_refused_at_start() {
     let root = TempDir::new("refused");
     let root = root.path.display().to_string();
     let file = |n: &str| testdata(n).display().to_string();
-    for (cert, key, says) in [
-        (
-            "expired.pem",
-            "expired.key",
-            format!(
-                "brisk: --tls-cert: {}: the certificate expired on 2021-01-01 00:00:00 UTC",
-                file("expired.pem")
-            ),
-        ),
-        (
-            "a.pem",
-            "b.key",
-            format!(
-                "brisk: --tls-key: {}: this key does not match the certificate in {}",
-                file("b.key"),
-                file("a.pem")
-            ),
-        ),
-    ] {
-        let (status, _, err) = run_brisk(&[
-            "--root",
-            &root,
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            &file(cert),
-            "--tls-key",
-            &file(key),
-        ]);
-        assert_eq!(status.code(), Some(2), "{err}");
-        assert!(err.starts_with(&says), "{err}");
-        assert!(!err.contains("listening on"), "{err}");
-    }
+    let (status, _, err) = run_brisk(&[
+        "--root",
+        &root,
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &file("a.pem"),
+        "--tls-key",
+        &file("b.key"),
+    ]);
+    let says = format!(
+        "brisk: --tls-key: {}: this key does not match the certificate in {}",
+        file("b.key"),
+        file("a.pem")
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&says), "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+}
+
+/// A certificate whose renewal failed stops neither the start nor the
+/// other sites (nginx serves it too): brisk warns, serves the valid
+/// certificate to its names, and the expired one to its own, where the
+/// client says why it refuses.
+#[test]
+fn an_expired_certificate_is_served_with_a_warning_and_stops_no_other_site() {
+    let mut b = Builder::new();
+    b.file("index.html", b"<p>hello</p>\n")
+        .config(&section(&["a", "expired"], ""))
+        .listeners(2);
+    let s = b.start();
+    s.wait_stderr_line(&format!(
+        "tls: {}: the certificate expired on 2021-01-01 00:00:00 UTC; renew it",
+        testdata("expired.pem").display()
+    ));
+    assert_eq!(s.get("/index.html").body, b"<p>hello</p>\n");
+    let Some(o) = run(
+        "curl",
+        curl(&s, &["a.test"]).arg(format!("https://a.test:{}/index.html", port(&s))),
+    ) else {
+        return;
+    };
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(o.stdout, b"<p>hello</p>\n");
+    let o = run(
+        "curl",
+        curl(&s, &["expired.test"]).arg(format!("https://expired.test:{}/index.html", port(&s))),
+    )
+    .expect("curl");
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("expired"), "{}", text(&o.stderr));
 }

@@ -237,7 +237,7 @@ impl Config {
     /// and `[[auth]]` rules an earlier one hides, site names that get no
     /// certificate from `[acme]`, `[[fastcgi]]` rules that would run a
     /// site's images as scripts, an `unknown_host` that leaves the default
-    /// site no request.
+    /// site no request, certificates expired or not valid yet.
     #[cold]
     pub fn warnings(&self) -> Vec<String> {
         let mut all = self.own_files_under_roots();
@@ -251,6 +251,14 @@ impl Config {
         all.extend(super::upstream::fastcgi_warnings(self));
         #[cfg(feature = "sites")]
         all.extend(super::site::unknown_host_warnings(self));
+        #[cfg(feature = "tls")]
+        let all = {
+            let mut all = all;
+            let now = crate::tls::certs::now();
+            let certs = self.tls.iter().flat_map(|t| &t.certificates);
+            all.extend(certs.filter_map(|c| c.validity_warning(now)));
+            all
+        };
         #[cfg(feature = "acme")]
         let all = {
             let mut all = all;

@@ -4,9 +4,11 @@
 //! (the key as root, at start, before the privilege drop; on SIGHUP
 //! through the reader the process layer gives, the privileged helper when
 //! only root may read the key), so that an unreadable file, a PEM without
-//! a certificate, a key that does not match, or an expired certificate is
-//! refused with the file, line and key, at start or by `--check-config`,
-//! and a reload with a broken file keeps the running certificate.
+//! a certificate or a key that does not match is refused with the file,
+//! line and key, at start or by `--check-config`, and a reload with a
+//! broken file keeps the running certificate. An expired certificate is
+//! served, with a warning ([`super::Config::warnings`]): one failed renewal must
+//! not stop the other sites at the next start.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -286,14 +288,13 @@ pub(crate) fn finish(
             ),
         });
     }
-    let now = certs::now();
     for source in section.certificates {
         let files = CertificateFiles {
             cert: source.cert.0.clone(),
             key: source.key.0.clone(),
             ocsp: source.ocsp.as_ref().map(|(p, _)| p.clone()),
         };
-        let cert = certs::load(&files, read, now).map_err(|e| {
+        let cert = certs::load(&files, read).map_err(|e| {
             let from = match (e.part, &source.ocsp) {
                 (certs::Part::Key, _) => &source.key.1,
                 (certs::Part::Ocsp, Some((_, origin))) => origin,

@@ -34,6 +34,8 @@ pub struct Certificate {
     pub files: CertificateFiles,
     /// The names it is for (subjectAltName DNS names, lower-cased).
     pub names: Vec<String>,
+    /// When it becomes valid, seconds since the Unix epoch.
+    pub not_before: u64,
     /// When it expires, seconds since the Unix epoch.
     pub not_after: u64,
     /// The chain and the signing key, as rustls uses them.
@@ -85,14 +87,11 @@ impl std::error::Error for CertError {}
 pub type ReadFile<'a> = &'a dyn Fn(&Path) -> io::Result<Vec<u8>>;
 
 /// Reads and checks `files`: the chain must hold a certificate, the key
-/// must be one rustls can sign with and match the certificate, the
-/// certificate must be valid at `now` (seconds since the epoch), the OCSP
-/// response must not be empty.
-pub fn load(
-    files: &CertificateFiles,
-    read: ReadFile<'_>,
-    now: u64,
-) -> Result<Certificate, CertError> {
+/// must be one rustls can sign with and match the certificate, the OCSP
+/// response must not be empty. A certificate outside its validity is
+/// loaded and served (as nginx does: the other sites, and clients that
+/// accept it, are served); [`Certificate::validity_warning`] says so.
+pub fn load(files: &CertificateFiles, read: ReadFile<'_>) -> Result<Certificate, CertError> {
     let cert_error = |part: Part, path: &Path, what: String| CertError {
         part,
         message: format!("{}: {what}", path.display()),
@@ -113,25 +112,6 @@ pub fn load(
         ));
     };
     let facts = x509::parse(leaf).map_err(|e| fail(&files.cert, e.to_string()))?;
-    if now > facts.not_after {
-        return Err(fail(
-            &files.cert,
-            format!(
-                "the certificate expired on {}; renew it (clients refuse an expired certificate)",
-                utc(facts.not_after)
-            ),
-        ));
-    }
-    if now < facts.not_before {
-        return Err(fail(
-            &files.cert,
-            format!(
-                "the certificate is not valid before {} (is the clock right?)",
-                utc(facts.not_before)
-            ),
-        ));
-    }
-
     let fail = |path: &Path, what: String| cert_error(Part::Key, path, what);
     let pem = read_file(Part::Key, &files.key)?;
     let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| match e {
@@ -178,9 +158,37 @@ pub fn load(
     Ok(Certificate {
         files: files.clone(),
         names: facts.names,
+        not_before: facts.not_before,
         not_after: facts.not_after,
         key: Arc::new(certified),
     })
+}
+
+impl Certificate {
+    /// A warning when the certificate is not valid at `now` (seconds since
+    /// the epoch): expired, or not valid yet. Said at start, at a reload
+    /// and by `--check-config`; the certificate is served all the same,
+    /// so that one renewal that failed does not stop every other site.
+    #[cold]
+    pub fn validity_warning(&self, now: u64) -> Option<String> {
+        let what = if now > self.not_after {
+            format!(
+                "expired on {}; renew it (clients refuse an expired certificate; brisk serves it meanwhile)",
+                utc(self.not_after)
+            )
+        } else if now < self.not_before {
+            format!(
+                "is not valid before {} (is the clock right? clients refuse it until then)",
+                utc(self.not_before)
+            )
+        } else {
+            return None;
+        };
+        Some(format!(
+            "tls: {}: the certificate {what}",
+            self.files.cert.display()
+        ))
+    }
 }
 
 fn pem_error(e: pem::Error) -> String {

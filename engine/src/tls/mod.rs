@@ -4,7 +4,7 @@
 //!
 //! - [`certs`]: a `[[tls.certificate]]`'s files read and checked (PEM
 //!   chain, key of any common form, optional OCSP staple; the key must
-//!   match, the certificate must not have expired);
+//!   match; an expired one is served with a warning);
 //! - [`x509`]: the validity and the names of a certificate;
 //! - [`der`]: DER's tags, and a writer for what brisk signs itself
 //!   (ACME's certification requests and challenge certificates);

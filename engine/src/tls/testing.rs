@@ -28,7 +28,7 @@ pub fn certificate(name: &str) -> crate::tls::Certificate {
         key: testdata(&format!("{name}.key")),
         ocsp: None,
     };
-    certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("test certificate loads")
+    certs::load(&files, &|p| std::fs::read(p)).expect("test certificate loads")
 }
 
 /// The test certificates `names`, the first the default.

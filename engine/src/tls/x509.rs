@@ -1,5 +1,5 @@
 //! The few facts brisk needs from an X.509 certificate (RFC 5280): its
-//! validity period, to refuse an expired certificate at start, and the
+//! validity period, to warn of an expired certificate at start, and the
 //! names it is for, to pick a certificate by SNI; and, for ACME Renewal
 //! Information (RFC 9773 §4.1), its serial number and its issuer's key
 //! identifier. A small DER walker rather than a certificate-parsing
