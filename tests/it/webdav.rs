@@ -1721,11 +1721,13 @@ fn a_copy_or_move_is_judged_at_its_destination_too() {
     assert_eq!(names(&dav.join("pub")), ["leak.txt", "p.txt"]);
 }
 
-/// A COPY, MOVE or DELETE of a collection, and a PROPFIND or LOCK with a
-/// `Depth`, reach what the collection holds: a folder behind a login
-/// (`[[auth]]`, by `path` or by `pattern`) or open to some addresses
-/// only (`[[access]]`) is not copied out, moved, removed or listed
-/// through a collection above it, nor by its name without the slash.
+/// A COPY, MOVE or DELETE of a collection, and a LOCK with a `Depth`,
+/// reach what the collection holds: a folder behind a login (`[[auth]]`,
+/// by `path` or by `pattern`) or open to some addresses only
+/// (`[[access]]`) is not copied out, moved, removed or locked through a
+/// collection above it, nor by its name without the slash. A `Depth: 1`
+/// PROPFIND above it leaves it out of the listing (with the login, it is
+/// listed).
 #[test]
 fn a_guarded_folder_is_not_reached_through_a_collection_above_it() {
     let mut b = Builder::new();
@@ -1767,7 +1769,16 @@ fn a_guarded_folder_is_not_reached_through_a_collection_above_it() {
             assert_eq!(transfer(&s, "COPY", &p, to, "").status, guard, "COPY {p}");
             assert_eq!(transfer(&s, "MOVE", &p, to, "").status, guard, "MOVE {p}");
             assert_eq!(send(&s, "DELETE", &p, b"").status, guard, "DELETE {p}");
-            assert_eq!(propfind(&s, &p, "1", "").status, guard, "PROPFIND {p}");
+            let r = propfind(&s, &p, "1", "");
+            match above.matches('/').count() {
+                2 => {
+                    let listing = r.text();
+                    assert_eq!(r.status, 207, "PROPFIND {p}");
+                    assert!(listing.contains(&format!("<D:href>{above}/</D:href>")));
+                    assert!(!listing.contains("/private") && !listing.contains("/lan"));
+                }
+                _ => assert_eq!(r.status, guard, "PROPFIND {p}"),
+            }
             // (Onto it: what it holds would go.)
             let r = transfer(&s, "MOVE", "/dav/pub/p.txt", &p, "");
             assert_eq!(r.status, guard, "MOVE onto {p}");
@@ -1786,12 +1797,78 @@ fn a_guarded_folder_is_not_reached_through_a_collection_above_it() {
     let r = transfer(&s, "COPY", "/dav/a", "/dav/pub/a0", "Depth: 0\r\n");
     assert_eq!(r.status, 201, "{}", r.head);
     // With the login, the login no longer stands in the way.
+    let r = s.request(
+        format!(
+            "PROPFIND /dav/a/ HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\
+             {auth}Content-Length: 0\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 207, "{}", r.head);
+    assert!(r.text().contains("<D:href>/dav/a/private/</D:href>"));
     let r = transfer(&s, "COPY", "/dav/a", "/dav/pub/a", &auth);
     assert_eq!(r.status, 201, "{}", r.head);
     assert_eq!(
         fs::read(dav.join("pub/a/private/s.txt")).unwrap(),
         b"secret\n"
     );
+}
+
+/// A rule that names files by pattern (`*.key`, refused to all; `*.secret`,
+/// behind a login) leaves those files out of a `Depth: 1` listing of any
+/// collection, instead of refusing the listing (every WebDAV client lists
+/// with `Depth: 1`: the share would be unusable). Each member is judged as
+/// its own path is: a rule before the pattern that lets it through lists
+/// it, and with the login a file behind it is listed.
+#[test]
+fn a_listing_leaves_out_the_members_a_guard_refuses() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    for rel in ["a.txt", "b.key", "c.secret", "keys/k.key"] {
+        write_file(&dav.join(rel), b"x");
+    }
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[access]]\npath = \"/dav/keys/\"\nallow = [\"all\"]\n\
+         [[access]]\npattern = \"*.key\"\ndeny = [\"all\"]\n\
+         [[auth]]\npattern = \"*.secret\"\nrealm = \"S\"\nhtpasswd = \"htpasswd\"\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    let listed = |path: &str, auth: &str| {
+        let r = s.request(
+            format!(
+                "PROPFIND {path} HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\
+                 {auth}Content-Length: 0\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        assert_eq!(r.status, 207, "{path}: {}", r.head);
+        let text = r.text();
+        let mut hrefs: Vec<String> = text
+            .split("<D:href>")
+            .skip(1)
+            .map(|h| h[..h.find('<').unwrap()].to_string())
+            .collect();
+        hrefs.sort();
+        hrefs
+    };
+    assert_eq!(listed("/dav/", ""), ["/dav/", "/dav/a.txt", "/dav/keys/"]);
+    assert_eq!(listed("/dav/keys/", ""), ["/dav/keys/", "/dav/keys/k.key"]);
+    assert_eq!(
+        listed("/dav/", &auth),
+        ["/dav/", "/dav/a.txt", "/dav/c.secret", "/dav/keys/"]
+    );
+    // Named, each is judged as before.
+    assert_eq!(s.get("/dav/b.key").status, 403);
+    assert_eq!(s.get("/dav/c.secret").status, 401);
+    assert_eq!(propfind(&s, "/dav/b.key", "0", "").status, 403);
+    assert_eq!(s.get("/dav/keys/k.key").status, 200);
 }
 
 /// An `If` header's tagged lists read the entity tags and locks of what

@@ -54,6 +54,7 @@ use crate::handlers::static_files::{self, apply_header_rules_to_handler};
 use crate::handlers::stream::{Awaited, Channel, Later, Source, Streamed, Wake};
 use crate::handlers::Source as FileSource;
 use crate::handlers::{Body, Plan, Scratch};
+use crate::http::glob::Reach;
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::{Field, OwnedRequest, FEW_HEADERS, MAX_HEADERS};
 use crate::http::{Status, TlsSession};
@@ -731,7 +732,7 @@ impl Router {
             // (`$uri/index.html` of `/docs/` is `/docs//index.html`.)
             let mut p = candidate.to_vec();
             p.dedup_by(|a, b| *a == b'/' && *b == b'/');
-            let own = (p.as_slice(), crate::http::glob::Reach::Own);
+            let own = (p.as_slice(), Reach::Own);
             let refused =
                 crate::access::admission::judge(&cfg.admission.access, own, &cfg.folding, client)
                     .is_err();
@@ -963,15 +964,20 @@ impl Router {
         // server's) is answered once the request's own path is: a client
         // without credentials is asked for them first (401), not told
         // what a share would have made of its Destination.
+        let authorization = routing.req.field(Field::Authorization);
         let (reach, refused) = match judged_too(routing.req, dav, &mut also) {
+            // Without credentials, a listing's members a rule would ask
+            // them for are left out of it (`webdav::Viewer`); with them,
+            // each such rule must let them in.
+            Ok(Reach::Members) if authorization.is_none() => (Reach::Own, None),
             Ok(reach) => (reach, None),
-            Err(status) => (crate::http::glob::Reach::Own, Some(status)),
+            Err(status) => (Reach::Own, Some(status)),
         };
         let verdict = auth.check_both(
             (&routing.scratch.path, reach),
             &also,
             routing.req.method_token(),
-            routing.req.field(Field::Authorization),
+            authorization,
             ip,
             routing.client.now,
         );
@@ -1382,7 +1388,6 @@ pub(super) fn judged_too(
     dav: &crate::config::DavRules,
     also: &mut Vec<Vec<u8>>,
 ) -> Result<crate::http::glob::Reach, Status> {
-    use crate::http::glob::Reach;
     also.clear();
     let served = cfg!(feature = "webdav")
         && dav

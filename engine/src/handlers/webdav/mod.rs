@@ -50,7 +50,9 @@ pub use lock::{
     asked as lockinfo, container, forget, guard, is_collection, is_new, lock, trim, unlock,
     Changed, Recheck, LOCKED,
 };
-pub use propfind::{asked, depth, propfind, propfind_later, Asked, MAX_BODY as MAX_PROPFIND};
+pub use propfind::{
+    asked, depth, propfind, propfind_later, Asked, Viewer, MAX_BODY as MAX_PROPFIND,
+};
 pub use props::{follow as follow_props, mark_collection, ops as proppatch_ops, proppatch};
 
 pub use multistatus::{href, push_href, Multistatus};

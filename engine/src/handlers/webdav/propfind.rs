@@ -192,7 +192,8 @@ pub fn depth(
 const STREAM_PAST: usize = 256;
 
 /// The answer to PROPFIND of `rel` (its href `href`, of the decoded
-/// path) for `asked`, with its members if `members`.
+/// path) for `asked`, with its members if `members` says who lists them
+/// (a member the guards would refuse them is left out: [`Viewer`]).
 ///
 /// Members are listed by `Root::listing` (one `statx` each; in a
 /// collection marked as holding members with dead properties, one
@@ -204,7 +205,7 @@ pub fn propfind(
     rel: &[u8],
     href: &[u8],
     asked: &Asked,
-    members: bool,
+    members: Option<&Viewer>,
     s: &mut Scratch,
 ) -> Found {
     let root = dav.files.root();
@@ -222,7 +223,7 @@ pub fn propfind(
     let dead = stored.marked
         && !matches!(asked, Asked::Some(list) if list.iter().all(|(ns, _)| ns == "DAV:"));
     let listing = match (members, meta.kind) {
-        (true, Kind::Dir) => match listing(dav, rel, &meta, dead) {
+        (Some(_), Kind::Dir) => match listing(dav, rel, &meta, dead) {
             Some(list) => Some(list),
             None => return Found::Whole(bare(Status::FORBIDDEN)),
         },
@@ -268,6 +269,7 @@ pub fn propfind(
         path: rel.to_vec(),
         listing: None,
         side: stored.side.take(),
+        hidden: Vec::new(),
     };
     // (Symlinks are followed beneath the root now, while the rule is at
     // hand: the stream has the listing only.)
@@ -278,6 +280,9 @@ pub fn propfind(
                 m.links.push((i, target, stored_of(dav, &path)));
             }
         }
+    }
+    if let (Some(listing), Some(viewer)) = (&listing, members) {
+        m.hidden = viewer.refused(dav.files.site(), listing);
     }
     let mut body = std::mem::take(&mut s.body);
     let mut ms = Multistatus::new(&mut body);
@@ -331,14 +336,20 @@ impl Found {
     }
 }
 
-/// PROPFIND of `rel` (its href `href`) and its members, for `asked`,
-/// made off the event loop (see [`crate::handlers::listings`]): its
-/// answer goes to `later`; a large collection's members are written
+/// PROPFIND of `rel` (its href `href`) and its members, for `asked` and
+/// `viewer`, made off the event loop (see [`crate::handlers::listings`]):
+/// its answer goes to `later`; a large collection's members are written
 /// by the worker as the client takes them.
-pub fn propfind_later(dav: Arc<Dav>, rel: Vec<u8>, href: Vec<u8>, asked: Asked, later: Later) {
+pub fn propfind_later(
+    dav: Arc<Dav>,
+    (rel, href): (Vec<u8>, Vec<u8>),
+    asked: Asked,
+    viewer: Viewer,
+    later: Later,
+) {
     listings::off_loop(later, move |later| {
         let mut s = Scratch::default();
-        let _ = match propfind(&dav, &rel, &href, &asked, true, &mut s) {
+        let _ = match propfind(&dav, &rel, &href, &asked, Some(&viewer), &mut s) {
             Found::Whole(plan) => super::answer_later(later, plan, s),
             Found::Streaming(body) => later.stream(multistatus::MULTI_STATUS, s.headers, body),
         };
@@ -361,6 +372,56 @@ fn listing(dav: &Dav, rel: &[u8], meta: &Meta, xattrs: bool) -> Option<Arc<Listi
     Some(listing)
 }
 
+/// Who lists a collection's members (`Depth: 1`), so that those the
+/// site's guards would refuse them are left out, as nginx users expect
+/// of a listing: an `[[access]]` rule that refuses the client
+/// (`pattern = "*.key"`, deny all), and, for a client that sent no
+/// credentials, an `[[auth]]` rule that would ask for them. The
+/// collection itself was judged by them as any path is; a client that
+/// sent credentials had the auth rules of its members judge them too
+/// (a listing behind a login asks for it: `Reach::Members`), so they are
+/// not left out.
+#[derive(Debug)]
+pub struct Viewer {
+    /// The client's address.
+    pub client: std::net::IpAddr,
+    /// Whether the request had no `Authorization`.
+    pub anonymous: bool,
+    /// The collection's decoded URL path.
+    pub path: Vec<u8>,
+}
+
+impl Viewer {
+    /// The entries of `listing` the guards of `site` would refuse to this
+    /// viewer, in order (empty where no rule could: nearly always).
+    fn refused(&self, site: &crate::config::SiteConfig, listing: &Listing) -> Vec<usize> {
+        use crate::http::glob::Reach;
+        let access = &site.admission.access;
+        let auth = match self.anonymous {
+            true => &site.auth[..],
+            false => &[],
+        };
+        if access.is_empty() && auth.is_empty() {
+            return Vec::new();
+        }
+        let mut url = self.path.clone();
+        if url.last() != Some(&b'/') {
+            url.push(b'/');
+        }
+        let at = url.len();
+        let refused = |i: &usize| {
+            url.truncate(at);
+            url.extend_from_slice(listing.name(&listing.entries[*i]));
+            let member = (&url[..], Reach::Own);
+            crate::access::admission::judge(access, member, &site.folding, self.client).is_err()
+                || auth.iter().any(|r| {
+                    r.methods.covers(b"PROPFIND") && r.matcher.matches_in(&url, &site.folding)
+                })
+        };
+        (0..listing.entries.len()).filter(refused).collect()
+    }
+}
+
 /// The members of a PROPFIND, written in turn.
 struct Members {
     ctx: Ctx,
@@ -381,6 +442,8 @@ struct Members {
     /// The collection's sidecar store, where its members' dead
     /// properties are kept there.
     side: Option<Store>,
+    /// The entries the viewer's guards refuse, in order ([`Viewer`]).
+    hidden: Vec<usize>,
 }
 
 impl Members {
@@ -408,6 +471,7 @@ impl Members {
             if !self.dotfiles && child.first() == Some(&b'.')
                 || crate::http::path::is_own_name(child)
                 || !crate::http::path::is_nameable(child)
+                || self.hidden.binary_search(&i).is_ok()
             {
                 continue;
             }

@@ -12,6 +12,7 @@ use crate::handlers::webdav::{self, Bodied, Change, Changed, Dav, Put, Started};
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
 use crate::http::range::parse_content_range;
+use crate::http::request::Field;
 use crate::http::{path, Method, Status};
 use crate::sys::fs::Kind;
 use std::sync::Arc;
@@ -301,11 +302,16 @@ impl Router {
         routing: &mut Routing<'_>,
     ) -> Plan {
         if !members {
-            return webdav::propfind(dav, &rel, &href, &asked, false, routing.scratch).plan();
+            return webdav::propfind(dav, &rel, &href, &asked, None, routing.scratch).plan();
         }
         let dav = Arc::clone(dav);
+        let viewer = webdav::Viewer {
+            client: routing.client.peer.ip(),
+            anonymous: routing.req.field(Field::Authorization).is_none(),
+            path: routing.scratch.path.clone(),
+        };
         later(self, routing, |later| {
-            webdav::propfind_later(dav, rel, href, asked, later)
+            webdav::propfind_later(dav, (rel, href), asked, viewer, later)
         })
     }
 
