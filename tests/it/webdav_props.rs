@@ -327,6 +327,64 @@ fn auto_uses_the_sidecar_store_where_there_are_no_user_xattrs() {
     drop(s);
 }
 
+/// A PROPPATCH whose properties the extended attributes cannot take is
+/// 507, and the error log says why and what keeps more: ext4 holds about
+/// 4 KiB of them a file (one block); a filesystem without user extended
+/// attributes (a ramfs, mounted as root) with `properties = "xattr"`
+/// holds none. It was a silent 507 in the 207.
+#[test]
+fn properties_extended_attributes_cannot_take_are_507_and_logged() {
+    let (s, dav) = start("", &[("f", b"f")]);
+    if statfs_type(&dav) == Some(0xEF53) {
+        assert_eq!(tint(&s, "/dav/f", &"x".repeat(8192)), 207);
+        let line = s.wait_stderr_line("its dead properties cannot be kept as extended attributes");
+        assert!(
+            line.contains(&format!("\"{}\": ", dav.join("f").display())),
+            "{line}"
+        );
+        assert!(
+            line.contains("about 4 KiB on ext4; properties = \"sidecar\""),
+            "{line}"
+        );
+        // (None kept, and the file answers as before.)
+        assert_eq!(tint_of(&s, "/dav/f"), "");
+        assert_eq!(tint(&s, "/dav/f", "blue"), 207);
+        assert_eq!(tint_of(&s, "/dav/f"), "blue");
+    } else {
+        skip("the temporary directory is not on ext4, whose 4 KiB limit this shows");
+    }
+    drop(s);
+    let (b, dav) = super::webdav::builder("properties = \"xattr\"\n");
+    let Some(_mounted) = super::webdav::mount("ramfs", &dav) else {
+        return;
+    };
+    fs::write(dav.join("f"), b"1").unwrap();
+    let s = b.start();
+    let r = proppatch(
+        &s,
+        "/dav/f",
+        "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:tint xmlns:Z=\"urn:z\">blue</Z:tint>\
+         </D:prop></D:set></D:propertyupdate>",
+    );
+    assert_eq!(r.status, 207);
+    assert!(r
+        .text()
+        .contains("<D:status>HTTP/1.1 507 Insufficient Storage</D:status>"));
+    let line = s.wait_stderr_line("(this filesystem keeps none: properties = \"sidecar\"");
+    assert!(line.contains("[warn] webdav: PROPPATCH /dav/f: "), "{line}");
+    drop(s);
+}
+
+/// The filesystem type of `path` (`statfs`'s `f_type`).
+fn statfs_type(path: &std::path::Path) -> Option<i64> {
+    let out = std::process::Command::new("stat")
+        .args(["-f", "-c", "%t"])
+        .arg(path)
+        .output()
+        .ok()?;
+    i64::from_str_radix(String::from_utf8_lossy(&out.stdout).trim(), 16).ok()
+}
+
 /// A value with elements inside (RFC 4918 §4.4) is kept as XML, in
 /// either store: PROPFIND gives it back as it came, but for the
 /// namespaces in force, declared on each element it starts with.

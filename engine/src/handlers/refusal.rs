@@ -50,6 +50,10 @@ pub enum Refusal {
     /// own `read_only` and locks).
     #[cfg(feature = "webdav")]
     NestedTree,
+    /// A PROPPATCH whose properties the resource's extended attributes
+    /// could not take: the filesystem refused them with this errno (507).
+    #[cfg(feature = "webdav")]
+    Properties(i32),
 }
 
 impl Refusal {
@@ -72,7 +76,8 @@ impl Refusal {
             Refusal::Lookup(libc::EACCES | libc::EPERM) | Refusal::NotRunnable => Level::Warn,
             #[cfg(feature = "webdav")]
             Refusal::Change(libc::EACCES | libc::EPERM | libc::EROFS)
-            | Refusal::Copy(libc::EACCES | libc::EPERM | libc::EROFS) => Level::Warn,
+            | Refusal::Copy(libc::EACCES | libc::EPERM | libc::EROFS)
+            | Refusal::Properties(_) => Level::Warn,
             // (A full disk, or what the server cannot tell: 507, 500.)
             #[cfg(feature = "webdav")]
             Refusal::Change(libc::ENOSPC | libc::EDQUOT | libc::EIO)
@@ -188,6 +193,19 @@ impl fmt::Display for Explained<'_> {
                 "a CGI script the user brisk runs as may not run \
                  (not executable, or not readable with an interpreter)",
             ),
+            #[cfg(feature = "webdav")]
+            Refusal::Properties(n) => {
+                let e = io::Error::from_raw_os_error(n);
+                write!(
+                    f,
+                    "its dead properties cannot be kept as extended attributes: {e}"
+                )?;
+                f.write_str(match n {
+                    libc::EOPNOTSUPP => " (this filesystem keeps none: properties = \"sidecar\" or \"auto\" keeps them in a file beside)",
+                    libc::EDQUOT => " (the disk quota of the user brisk runs as)",
+                    _ => " (a filesystem keeps only so much a file: about 4 KiB on ext4; properties = \"sidecar\" keeps up to 1 MiB a collection)",
+                })
+            }
             #[cfg(feature = "webdav")]
             Refusal::NestedTree => f.write_str(
                 "holds the prefix of another [[webdav]] rule, whose tree (with its own \

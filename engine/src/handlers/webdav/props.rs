@@ -13,6 +13,7 @@ use super::sidecar::{self, Store};
 use super::xml;
 use super::{bare, split, Dav};
 use crate::config::PropStore;
+use crate::handlers::refusal::Refusal;
 use crate::handlers::{Plan, Scratch};
 use crate::http::Status;
 use crate::sys::dir::{xattr_get, xattr_list, xattr_remove, xattr_set};
@@ -385,7 +386,14 @@ pub fn proppatch(dav: &Dav, rel: &[u8], href: &[u8], ops: &[Op], s: &mut Scratch
                     .err()
                     .map(|e| (0, e))
             }),
-        false => xattr_patch(&file, ops, refused),
+        false => xattr_patch(&file, ops, refused).map(|(i, status, errno)| {
+            // (No room, or none at all: the operator is told why, once
+            // per PROPPATCH, with the way out.)
+            if let Some(n) = errno.filter(|_| status == Status::INSUFFICIENT_STORAGE) {
+                s.refuse_file(Refusal::Properties(n), &super::in_tree(dav, rel));
+            }
+            (i, status)
+        }),
     };
     if let Some((i, status)) = failed {
         // (The others are undone, or were not tried: 424.)
@@ -432,16 +440,17 @@ fn failure(e: &std::io::Error) -> Status {
 
 /// Applies `ops` to `file`'s extended attributes in order; at the first
 /// that fails (`refused`, or by the filesystem) those before it are
-/// undone: that one's index and status then.
+/// undone: that one's index and status then, and the filesystem's errno.
 fn xattr_patch(
     file: &File,
     ops: &[Op],
     refused: impl Fn(&Op) -> Option<Status>,
-) -> Option<(usize, Status)> {
+) -> Option<(usize, Status, Option<i32>)> {
     // (Each applied instruction's old value, to undo it.)
     let mut undo: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let k = key(op.name());
+        let mut errno = None;
         let failed = refused(op).or_else(|| {
             let old = xattr_get(file, &k);
             let done = match op {
@@ -453,7 +462,10 @@ fn xattr_patch(
                     undo.push((k, old));
                     None
                 }
-                (_, Err(e)) => Some(failure(&e)),
+                (_, Err(e)) => {
+                    errno = e.raw_os_error();
+                    Some(failure(&e))
+                }
                 (Err(_), Ok(())) => Some(Status::FORBIDDEN),
             }
         });
@@ -464,7 +476,7 @@ fn xattr_patch(
                     None => xattr_remove(file, &k),
                 };
             }
-            return Some((i, status));
+            return Some((i, status, errno));
         }
     }
     None
