@@ -218,7 +218,13 @@ impl Loader<'_> {
     ) -> Result<Vec<SocketAddr>, ConfigError> {
         let items = listen_items(v);
         if items.is_empty() {
-            return Err(self.fail(v, key, "expected at least one address"));
+            // (A site served over HTTPS only leaves the plain `listen`
+            // out: "with no top-level listen, HTTPS only".)
+            let what = match key {
+                "listen" => "expected at least one address (for HTTPS only, leave listen out and set [tls] listen)",
+                _ => "expected at least one address",
+            };
+            return Err(self.fail(v, key, what));
         }
         let mut out = Vec::with_capacity(items.len());
         for (addr, item) in items {

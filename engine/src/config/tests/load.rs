@@ -310,7 +310,7 @@ fn listen_errors() {
         .starts_with("DIR/site.toml:2: listen: expected \"IPv4:PORT\""));
     assert_eq!(
         load_err("listen = []\n"),
-        "DIR/site.toml:2: listen: expected at least one address"
+        "DIR/site.toml:2: listen: expected at least one address (for HTTPS only, leave listen out and set [tls] listen)"
     );
 }
 
