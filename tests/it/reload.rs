@@ -227,6 +227,34 @@ fn idle_connections_of_the_previous_workers_answer_once_or_time_out() {
     });
 }
 
+/// Requests a client pipelined on a connection of the previous workers,
+/// read together after a reload, are all answered by them, the last one
+/// read with `Connection: close`: none is dropped for the client to
+/// retry (a POST may not be retried).
+#[test]
+fn pipelined_requests_read_after_a_reload_are_all_answered() {
+    let cfg = "server_header = \"one\"\n";
+    let s = start(cfg);
+    let mut c = s.connect();
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().status, 200);
+    let line = reload(&s, &cfg.replace("one", "two"));
+    assert!(line.contains("configuration reloaded"), "{line}");
+    c.send(
+        b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n\
+          POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\
+          HEAD /a.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    let first = c.response();
+    assert_eq!((first.status, first.header("Server")), (200, Some("one")));
+    assert_eq!(first.header("Connection"), None);
+    assert_eq!(c.response().status, 405);
+    let last = c.head_response();
+    assert_eq!(last.status, 200);
+    assert_eq!(last.header("Connection"), Some("close"));
+    c.expect_closed();
+}
+
 #[test]
 fn a_stop_after_a_reload_closes_the_previous_workers_idle_connections() {
     let mut s = start("server_header = \"one\"");

@@ -180,7 +180,12 @@ impl Worker {
                 return Some(Processed::Upgrade(pos, settings, r));
             }
         }
-        let _ = pos;
+        // (Past its head, what is not its body is the next request's.)
+        r.followed = match r.req.body() {
+            BodyFraming::None => pos < len,
+            BodyFraming::Length(n) => (len - pos) as u64 > n,
+            BodyFraming::Chunked => false,
+        };
         self.dispatch(c, &mut r, 0);
         self.pools.take_back_request(r);
         None
@@ -409,10 +414,18 @@ impl Worker {
             .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
+        // Winding down, each answer closes its connection, but for one
+        // that another request read with it follows (pipelined): that one
+        // is answered too, rather than dropped for the client to retry
+        // (RFC 9112 §9.3.2), and the last one read closes.
+        let mode = match r.followed {
+            true => Drain::Serve,
+            false => self.drain.mode,
+        };
         let cx = answering(
             &self.settings,
             &self.clock,
-            self.drain.mode,
+            mode,
             (&self.listen, &c.transport),
         );
         // (HTTP/2's answers go through `h2_answer`.)

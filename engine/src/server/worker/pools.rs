@@ -51,6 +51,10 @@ pub(super) struct Request {
     pub(super) scratch: Scratch,
     /// The largest body its route takes (set by `Worker::route`).
     pub(super) body_max: u64,
+    /// Whether the bytes read with it hold the start of another request
+    /// after it (pipelined): a server winding down answers that one too
+    /// before it closes (see `Worker::answer`).
+    pub(super) followed: bool,
     /// The times it waited for a cold disk's lookups (see
     /// `Worker::cold_later`).
     #[cfg(feature = "cold-lookups")]
@@ -65,6 +69,7 @@ impl Request {
             start: now,
             scratch: Scratch::default(),
             body_max: u64::MAX,
+            followed: false,
             #[cfg(feature = "cold-lookups")]
             colds: 0,
         }
@@ -192,6 +197,7 @@ impl Pools {
             Some(mut r) => {
                 r.start = now;
                 r.body_max = u64::MAX;
+                r.followed = false;
                 #[cfg(feature = "cold-lookups")]
                 {
                     r.colds = 0;
