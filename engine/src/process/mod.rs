@@ -111,8 +111,11 @@ fn start_upgrade(
 ) -> Option<upgrade::Pending> {
     if let Some(p) = pending {
         log.log(
-            Level::Info,
-            format_args!("SIGUSR2: an upgrade is under way already (pid {})", p.pid()),
+            Level::Warn,
+            format_args!(
+                "SIGUSR2: an upgrade is under way already (pid {}); this one is ignored",
+                p.pid()
+            ),
         );
         log.flush();
         return Some(p);
@@ -122,7 +125,7 @@ fn start_upgrade(
             true => "brisk is its container's first process (pid 1, which stays as init for it): the old brisk's end would end the container, so it is not upgraded in place; restart it with the new binary",
             false => "upgrades are off (upgrade = false), or brisk cannot tell its own path",
         };
-        log.log(Level::Info, format_args!("SIGUSR2: {why}; nothing done"));
+        log.log(Level::Warn, format_args!("SIGUSR2: {why}; nothing done"));
         log.flush();
         return None;
     };
