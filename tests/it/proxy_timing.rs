@@ -20,6 +20,24 @@ use common::*;
 /// How long the test holds the upstream's body back after the head.
 const HOLD: Duration = Duration::from_millis(200);
 
+/// brisk proxying `/api/` to `up` (`before` the rule, `extra` in it).
+fn proxying(mut b: Builder, up: &Upstream, before: &str, extra: &str) -> Server {
+    b.config(&format!(
+        "{before}[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\nkeepalive = 0\n{extra}",
+        up.addr
+    ));
+    b.start()
+}
+
+/// A connection to `s` that sent `GET path` (closing after it).
+fn get(s: &Server, path: &str) -> TcpStream {
+    let mut c = TcpStream::connect(s.addr()).unwrap();
+    c.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .unwrap();
+    c
+}
+
 /// The two times of the access line of `path`, in milliseconds.
 fn times(s: &Server, path: &str) -> (u64, u64) {
     let line = s.wait_access_line(|l| l.starts_with(path.as_bytes()));
@@ -43,18 +61,11 @@ fn upstream_response_time_runs_to_the_end_of_the_answer() {
     ]);
     let mut b = Builder::new();
     b.access_log_from_config();
-    b.config(&format!(
-        "[log]\naccess = \"access.log\"\n\
-         format = '$request_uri $upstream_header_time $upstream_response_time'\n\n\
-         [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\nkeepalive = 0\n",
-        up.addr
-    ));
-    let s = b.start();
+    let log = "[log]\naccess = \"access.log\"\n\
+         format = '$request_uri $upstream_header_time $upstream_response_time'\n\n";
+    let s = proxying(b, &up, log, "");
     // HTTP/1.1: the head, a wait, then the rest.
-    let mut c = TcpStream::connect(s.addr()).unwrap();
-    c.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    c.write_all(b"GET /api/one HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
+    let mut c = get(&s, "/api/one");
     let mut got = Vec::new();
     let mut piece = [0u8; 4096];
     while !got.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -86,4 +97,30 @@ fn upstream_response_time_runs_to_the_end_of_the_answer() {
     assert_eq!(r.status, 404);
     let line = s.wait_access_line(|l| l.starts_with(b"/nothing "));
     assert_eq!(line, b"/nothing - -");
+}
+
+/// An upstream that falls silent for `read_timeout` in the middle of its
+/// body: the client's answer is cut short (its head went out), and the
+/// error line says so, where it said only "silent for read_timeout", as
+/// for the 504 of an upstream silent before its head.
+#[test]
+fn an_answer_cut_by_read_timeout_is_said_to_be_cut() {
+    let up = Upstream::start(vec![
+        Say::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"),
+        Say::Silence(Duration::from_secs(5)),
+    ]);
+    let s = proxying(Builder::new(), &up, "", "read_timeout = \"300ms\"\n");
+    let mut c = get(&s, "/api/one");
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).unwrap();
+    let got = String::from_utf8_lossy(&got);
+    assert!(
+        got.starts_with("HTTP/1.1 200 OK\r\n") && got.ends_with("\r\n\r\nabc"),
+        "{got}"
+    );
+    let line = s.wait_stderr_line("the upstream was silent for read_timeout");
+    assert!(
+        line.ends_with("the upstream was silent for read_timeout; given up, after its answer began (cut short)"),
+        "{line}"
+    );
 }

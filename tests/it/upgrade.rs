@@ -356,7 +356,10 @@ fn upgrade_false_keeps_no_helper() {
     // SAFETY: kill(2) on this test's child.
     unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
     // (At warn: what the operator asked for is not done.)
-    log_line(&dir.path, "[warn] SIGUSR2: upgrades are off (upgrade = false)");
+    log_line(
+        &dir.path,
+        "[warn] SIGUSR2: upgrades are off (upgrade = false)",
+    );
     assert_eq!(request(addr, &mut None), Ok(()));
     let children = fs::read_to_string(format!("/proc/{}/task/{}/children", old.0.id(), old.0.id()))
         .unwrap_or_default();

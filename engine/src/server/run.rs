@@ -649,7 +649,12 @@ impl Run {
         why: &str,
         log: &mut Logger,
     ) -> Outcome {
-        self.say(why, log);
+        // (Whether the client got a head first: a 504 it did not get, or
+        // an answer cut short, is not the same failure to the operator.)
+        match self.started {
+            true => self.say(&format!("{why}, after its answer began (cut short)"), log),
+            false => self.say(why, log),
+        }
         self.halt(log);
         if self.started {
             sink.abort();
