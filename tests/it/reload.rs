@@ -651,6 +651,11 @@ fn a_reload_swaps_the_certificate_while_a_download_goes_on() {
         fs::write(file, cfg.replace("\"one\"", "\"two\"")).expect("config");
     });
     assert!(line.contains("configuration reloaded"), "{line}");
+    // (The test key is 0644, as copied: said at a reload too.)
+    s.wait_stderr_line(&format!(
+        "[warn] reload: tls: the private key {} is readable by every user (mode 644)",
+        s.base.path.join("site.key").display()
+    ));
     let fresh = Client::connect_tls(tls, client_conn("b.test"));
     assert_eq!(served_name(fresh.tls.as_deref().expect("tls")), "b");
     // The old name is not on the new certificate: verification fails.

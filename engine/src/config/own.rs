@@ -237,7 +237,8 @@ impl Config {
     /// and `[[auth]]` rules an earlier one hides, site names that get no
     /// certificate from `[acme]`, `[[fastcgi]]` rules that would run a
     /// site's images as scripts, an `unknown_host` that leaves the default
-    /// site no request, certificates expired or not valid yet.
+    /// site no request, certificates expired or not valid yet, private
+    /// keys every user may read.
     #[cold]
     pub fn warnings(&self) -> Vec<String> {
         let mut all = self.own_files_under_roots();
@@ -255,8 +256,10 @@ impl Config {
         let all = {
             let mut all = all;
             let now = crate::tls::certs::now();
-            let certs = self.tls.iter().flat_map(|t| &t.certificates);
-            all.extend(certs.filter_map(|c| c.validity_warning(now)));
+            for c in self.tls.iter().flat_map(|t| &t.certificates) {
+                all.extend(c.validity_warning(now));
+                all.extend(crate::tls::certs::key_warning(&c.files.key));
+            }
             all
         };
         #[cfg(feature = "acme")]

@@ -31,13 +31,6 @@ fn warnings(config: &Config) -> Vec<String> {
     // `webdav.md`.)
     #[cfg(feature = "webdav")]
     own.extend(super::webdav::unwritable_trees(config));
-    #[cfg(feature = "tls")]
-    let own = {
-        let mut all = own;
-        let keys = config.tls.iter().flat_map(|t| &t.certificates);
-        all.extend(keys.filter_map(|c| crate::tls::certs::key_warning(&c.files.key)));
-        all
-    };
     own
 }
 

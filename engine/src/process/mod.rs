@@ -48,25 +48,6 @@ fn url((addr, speaks): &(SocketAddr, Speaks)) -> String {
     }
 }
 
-/// Warnings about the TLS key files: one readable by every user (its
-/// secret is the server's identity; nginx's guides say 600 or 640).
-#[cfg(feature = "tls")]
-fn tls_notes(cfg: &Config) -> confine::Notes {
-    cfg.tls
-        .iter()
-        .flat_map(|tls| &tls.certificates)
-        .filter_map(|c| crate::tls::certs::key_warning(&c.files.key))
-        .map(|w| (Level::Warn, w))
-        .collect()
-}
-
-/// None without TLS: such a build refuses `[tls]` when it loads the
-/// configuration.
-#[cfg(not(feature = "tls"))]
-fn tls_notes(_: &Config) -> confine::Notes {
-    confine::Notes::new()
-}
-
 /// A worker whose loop has not gone round its once-a-second pass for
 /// this long is stuck: the watchdog is no longer fed.
 const STUCK: Duration = Duration::from_secs(10);
@@ -291,7 +272,6 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     // What an upgrade starts again, as brisk was started (before a
     // daemon moves to /).
     let program = this_program();
-    let tls_notes = tls_notes(&cfg);
     sys::memory::one_arena();
     // Best effort: without /proc on a kernel before 5.11, inherited
     // descriptors stay as they were.
@@ -431,7 +411,6 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
             }
         }
     }
-    confined.notes.extend(tls_notes);
     let cfg = server.config();
     // (Each connection takes a descriptor: past the process's limit,
     // max_connections cannot be reached. nginx warns so of its
