@@ -926,6 +926,10 @@ fn an_unreachable_ca_is_tried_again_later_with_a_line_each_time_and_the_server_s
     // `sites`).
     let r = server.request(b"GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
     assert_eq!(r.status, if cfg!(feature = "sites") { 308 } else { 200 });
+    // A name no certificate is for is served over plain HTTP, not sent
+    // to an HTTPS whose handshake would fail.
+    let r = server.request(b"GET / HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n");
+    assert_eq!(r.status, 200);
 }
 
 #[test]

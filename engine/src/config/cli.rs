@@ -364,9 +364,20 @@ fn load_command(
         })?;
         // As `[tls] redirect_http` (unless it said so already): plain
         // HTTP to HTTPS; http-01 validations are answered before rules.
-        if acme.redirect_http && cfg!(feature = "sites") && !tls.redirect_http {
+        // Only for the names a certificate is for, as Caddy redirects
+        // the names it manages: a site name nothing certifies (a
+        // wildcard ACME cannot order by http-01, an unknown host the
+        // default site takes) stays served over plain HTTP, not sent
+        // to an HTTPS that can only fail its handshake.
+        let names: Vec<String> = (acme.hosts.iter().chain(&acme.local))
+            .chain(tls.certificates.iter().flat_map(|c| &c.names))
+            .cloned()
+            .collect();
+        if acme.redirect_http && cfg!(feature = "sites") && !tls.redirect_http && !names.is_empty()
+        {
             let at = acme.origin.split(": ").next().unwrap_or_default();
-            let rule = super::rules::UrlRule::to_https(at);
+            let mut rule = super::rules::UrlRule::to_https(at);
+            rule.hosts = names;
             for site in std::iter::once(&mut config.site).chain(config.sites.iter_mut()) {
                 site.rules.url.insert(0, rule.clone());
             }

@@ -59,6 +59,18 @@ fn hosts_as_written_or_every_sites_not_covered_by_a_certificate() {
         warnings[0].ends_with(": acme: no certificate for the site name *.c.test: wildcard names need the dns-01 challenge, which brisk does not answer; name each host; it has no HTTPS (a [[tls.certificate]] that covers it serves it)"),
         "{warnings:?}"
     );
+    // Plain HTTP is redirected for the names a certificate is for only
+    // (ordered, local, or configured): not *.c.test, nor an unknown host
+    // the default site takes, which would meet a handshake that fails.
+    let sites = std::iter::once(&c.site).chain(&c.sites);
+    for site in sites.filter(|_| cfg!(feature = "sites")) {
+        let rule = &site.rules.url[0];
+        assert_eq!(rule.to.text, "https://$host$https_port$uri");
+        assert_eq!(
+            rule.hosts,
+            ["b.test", "d.test", "localhost", "a.test", "*.a.test"]
+        );
+    }
     let a = c.acme.unwrap();
     assert_eq!(a.hosts, ["b.test", "d.test"]);
     // localhost and addresses: the local CA's.
