@@ -524,3 +524,89 @@ fn a_configuration_only_root_may_read_is_warned_about_at_the_start() {
     assert!(line.ends_with(&want), "{line}");
     assert_eq!(s.get("/a.txt").status, 200);
 }
+
+/// ACME's storage, started as root: a directory others may enter (a
+/// shared `/tmp`-like one, root's 1777) is refused by name, not given to
+/// the serving user; a private one brisk made while it served as another
+/// user (nobody) is given, with the keys in it, to the user it serves as
+/// now, which then reads them (the local CA's certificate serves).
+#[cfg(feature = "acme")]
+#[test]
+fn acme_storage_is_given_to_the_serving_user_only_when_private() {
+    if !can_switch() {
+        return;
+    }
+    let Some(account) = Account::new("a") else {
+        return;
+    };
+    // (Beside the servers' own directories, which go with them.)
+    let dir = TempDir::new("acme-storage");
+    let base = dir.path.clone();
+    fs::set_permissions(&base, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let shared = base.join("shared");
+    fs::create_dir(&shared).expect("mkdir");
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let toml = |user: &str, storage: &Path| {
+        format!(
+            "user = \"{user}\"\n[log]\nlevel = \"info\"\n[tls]\nlisten = [\"127.0.0.1:0\"]\n\
+             [acme]\nstorage = \"{}\"\nhosts = [\"localhost\"]\n",
+            storage.display()
+        )
+    };
+    let config = base.join("acme.toml");
+    fs::write(&config, toml("nobody", &shared)).expect("config");
+    let (status, _, err) = run_brisk(&["--config", config.to_str().unwrap()]);
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "acme: storage {}: owned by uid 0 with mode 1777, which other users may enter",
+            shared.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(fs::metadata(&shared).unwrap().uid(), 0, "left as it was");
+
+    // Made while serving as nobody...
+    let storage = base.join("acme");
+    fs::write(&config, toml("nobody", &storage)).expect("config");
+    let mut b = Builder::new();
+    b.arg("--config").arg(config.to_str().unwrap()).listeners(2);
+    let s = b.start();
+    s.wait_stderr_line("from brisk's local CA");
+    drop(s);
+    let nobody = fs::metadata(storage.join("local/key.pem")).unwrap().uid();
+    assert_ne!(nobody, 0);
+    // ...then served as another user: given to it, keys and all.
+    fs::write(&config, toml(&account.user, &storage)).expect("config");
+    let mut b = Builder::new();
+    b.arg("--config").arg(config.to_str().unwrap()).listeners(2);
+    let s = b.start();
+    let line = s.wait_stderr_line("acme: storage ");
+    let uid = brisk::sys::privileges::lookup_user(&account.user)
+        .unwrap()
+        .expect("the user made")
+        .uid;
+    assert!(
+        line.ends_with(&format!(
+            "acme: storage {}: given to uid {uid}, the user brisk serves as (it was uid {nobody}'s)",
+            storage.display()
+        )),
+        "{line}"
+    );
+    // (Its stored certificate, read by the new user, serves.)
+    let ca = fs::read(storage.join("local/ca.pem")).expect("the local CA");
+    use rustls::pki_types::{pem::PemObject as _, CertificateDer};
+    let ca = CertificateDer::from_pem_slice(&ca).expect("PEM");
+    let served = poll(Duration::from_secs(10), || {
+        crate::acme::served_chain(s.addrs[1], "localhost", ca.clone()).ok()
+    });
+    assert!(served.is_some(), "{}", s.stderr());
+    for file in ["", "local", "local/key.pem", "local/chain.pem"] {
+        assert_eq!(
+            fs::metadata(storage.join(file)).unwrap().uid(),
+            uid,
+            "{file}"
+        );
+    }
+    assert!(!s.stderr().contains("[error]"), "{}", s.stderr());
+}

@@ -369,7 +369,10 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         _ => None,
     };
     #[cfg(feature = "acme")]
-    let acme = prepare_acme(server.config())?;
+    let (acme, storage_note) = match prepare_acme(server.config())? {
+        Some((a, note)) => (Some(a), note),
+        None => (None, None),
+    };
     // (Read while /proc/sys can be: the ticket keys' lock names it.)
     #[cfg(feature = "ops")]
     sys::fs::lock_holder();
@@ -388,6 +391,10 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     confined
         .notes
         .extend(warnings.into_iter().map(|w| (Level::Warn, w)));
+    #[cfg(feature = "acme")]
+    confined
+        .notes
+        .extend(storage_note.map(|n| (Level::Info, n)));
     #[cfg(feature = "ops")]
     if handover.is_some() {
         let serving = server.local_addrs();
@@ -879,9 +886,10 @@ struct AcmePrepared {
     holder: String,
 }
 
-/// Prepares the ACME thread of `[acme]`, if any; an error names the key.
+/// Prepares the ACME thread of `[acme]`, if any, with a line to log if
+/// its storage changed hands; an error names the key.
 #[cfg(feature = "acme")]
-fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
+fn prepare_acme(cfg: &Config) -> Result<Option<(AcmePrepared, Option<String>)>, Error> {
     use std::os::unix::fs::DirBuilderExt as _;
     let Some(acme) = cfg.acme() else {
         return Ok(None);
@@ -895,7 +903,8 @@ fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
     // (Its parents as `mkdir -p` makes them, open to look through: made
     // 0700 by root, they kept the user brisk serves as out of its own
     // storage. The storage itself is the user's alone.)
-    make_parents(dir)
+    let existed = dir.exists();
+    let note = make_parents(dir)
         .and_then(|()| {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -905,9 +914,9 @@ fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
         .and_then(|()| match (&cfg.user, sys::privileges::euid()) {
             (Some(user), 0) => {
                 let gid = cfg.group.as_ref().map(|g| g.gid).or(user.gid);
-                std::os::unix::fs::chown(dir, Some(user.uid), gid)
+                give_storage(dir, existed, (user.uid, gid))
             }
-            _ => Ok(()),
+            _ => Ok(None),
         })
         .map_err(|e| fail(format!("storage {}: {e}", dir.display())))?;
     let cas: Vec<&std::path::Path> = acme.ca_roots.iter().map(|p| p.as_path()).collect();
@@ -917,10 +926,72 @@ fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
         })
     })?;
     let client = crate::acme::http::Client::new(roots, Duration::from_secs(30)).map_err(fail)?;
-    Ok(Some(AcmePrepared {
+    let prepared = AcmePrepared {
         client,
         holder: sys::fs::lock_holder().to_string(),
-    }))
+    };
+    Ok(Some((prepared, note)))
+}
+
+/// Gives the ACME storage `dir` to the user brisk serves as (`to`), as
+/// root: one brisk made now is its own; one that `existed` and is that
+/// user's stays as it is. Another owner's is taken only if it is private
+/// (no group or other permission bits: a storage brisk made while it
+/// served as another user, whose keys the new one must read), with what
+/// that owner has in it (directories, and files with one link: never
+/// through a symlink, nor a file linked from elsewhere); a directory
+/// others may enter or write (`/tmp`, `/var/lib`) is refused, not made
+/// the user's. Returns a line to log when it changed hands.
+#[cfg(feature = "acme")]
+fn give_storage(
+    dir: &std::path::Path,
+    existed: bool,
+    (uid, gid): (u32, Option<u32>),
+) -> std::io::Result<Option<String>> {
+    use std::os::unix::fs::{lchown, MetadataExt as _};
+    let meta = std::fs::metadata(dir)?;
+    if !existed {
+        lchown(dir, Some(uid), gid)?;
+        return Ok(None);
+    }
+    if meta.uid() == uid {
+        return Ok(None);
+    }
+    let (was, mode) = (meta.uid(), meta.mode() & 0o7777);
+    if mode & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "owned by uid {was} with mode {mode:o}, which other users may enter: brisk keeps \
+             private keys there and gives its storage to the user it serves as (uid {uid}); \
+             name a directory of its own (brisk makes a missing one, 0700)"
+        )));
+    }
+    fn walk(
+        dir: &std::path::Path,
+        was: u32,
+        to: (u32, Option<u32>),
+        depth: u32,
+    ) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            let m = std::fs::symlink_metadata(&path)?;
+            if m.uid() != was {
+                continue;
+            }
+            if m.is_dir() && depth < 8 {
+                walk(&path, was, to, depth + 1)?;
+                lchown(&path, Some(to.0), to.1)?;
+            } else if m.is_file() && m.nlink() == 1 {
+                lchown(&path, Some(to.0), to.1)?;
+            }
+        }
+        Ok(())
+    }
+    walk(dir, was, (uid, gid), 0)?;
+    lchown(dir, Some(uid), gid)?;
+    Ok(Some(format!(
+        "acme: storage {}: given to uid {uid}, the user brisk serves as (it was uid {was}'s)",
+        dir.display()
+    )))
 }
 
 /// Makes the missing directories above `dir`, each 0755 whatever the
