@@ -142,14 +142,17 @@ impl Loader<'_> {
             match key.get_ref().as_ref() {
                 "email" => {
                     let e = self.string("acme.email", value)?;
-                    let ok = e.split_once('@').is_some_and(|(u, d)| {
-                        !u.is_empty() && d.contains('.') && !e.contains([' ', ',', '<', '>'])
-                    });
+                    // (The address alone: brisk makes the `mailto:`
+                    // URL the CA is sent, RFC 8555 §7.3.)
+                    let ok = !e.starts_with("mailto:")
+                        && e.split_once('@').is_some_and(|(u, d)| {
+                            !u.is_empty() && d.contains('.') && !e.contains([' ', ',', '<', '>'])
+                        });
                     if !ok {
                         return Err(self.fail(
                             value,
                             "acme.email",
-                            "expected an address such as \"ops@example.org\"",
+                            "expected an address such as \"ops@example.org\" (without \"mailto:\")",
                         ));
                     }
                     s.email = Some(e.to_string());
@@ -177,7 +180,9 @@ impl Loader<'_> {
                 "hosts" => {
                     let mut hosts = Vec::new();
                     for (h, item) in self.strings("acme.hosts", value)? {
-                        let h = h.to_ascii_lowercase();
+                        // (A fully qualified name's last dot is no part
+                        // of the name certified, RFC 1034 §3.1.)
+                        let h = h.strip_suffix('.').unwrap_or(h).to_ascii_lowercase();
                         if let Err(why) =
                             orderable(&h).or_else(|e| is_local(&h).then_some(()).ok_or(e))
                         {
@@ -305,10 +310,17 @@ fn hmac_key(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Whether `host` is certified by the local CA: `localhost` (or a name
-/// beneath it, RFC 6761 §6.3) or an IP address.
+/// beneath it, RFC 6761 §6.3), a name no public CA certifies because it
+/// is local by definition (`.local`, mDNS, RFC 6762; `.internal`;
+/// `.home.arpa`, RFC 8375), as Caddy serves them from its own CA, or an
+/// IP address.
 #[cfg(feature = "acme")]
 fn is_local(host: &str) -> bool {
-    host == "localhost" || host.ends_with(".localhost") || host.parse::<std::net::IpAddr>().is_ok()
+    host == "localhost"
+        || [".localhost", ".local", ".internal", ".home.arpa"]
+            .iter()
+            .any(|s| host.ends_with(s))
+        || host.parse::<std::net::IpAddr>().is_ok()
 }
 
 #[cfg(feature = "acme")]
@@ -318,12 +330,14 @@ fn orderable(host: &str) -> Result<(), String> {
     if host.starts_with("*.") {
         return Err(format!("{host}: wildcard names need the dns-01 challenge, which brisk does not answer; name each host"));
     }
-    if host.parse::<std::net::IpAddr>().is_ok()
-        || host == "localhost"
-        || host.ends_with(".localhost")
-    {
+    if is_local(host) {
         return Err(format!(
-            "{host}: a public CA gives no certificate for an address or localhost (the local CA does)"
+            "{host}: a public CA gives no certificate for an address, localhost or a local name (.local, .internal, .home.arpa): the local CA does"
+        ));
+    }
+    if !host.is_ascii() {
+        return Err(format!(
+            "{host}: an internationalized name: write it in its ASCII form, \"xn--\" labels (as `idn2` gives it), which the CA certifies"
         ));
     }
     // (RFC 1035 §2.3.1 as RFC 1123 §2.1 relaxes it: labels of 1 to 63
@@ -512,6 +526,9 @@ mod tests {
             "*.example.org",
             "localhost",
             "a.localhost",
+            "printer.local",
+            "nas.home.arpa",
+            "bücher.example",
             "127.0.0.1",
             "::1",
             "example",

@@ -75,8 +75,10 @@ fn hosts_as_written_or_every_sites_not_covered_by_a_certificate() {
     assert_eq!(a.hosts, ["b.test", "d.test"]);
     // localhost and addresses: the local CA's.
     assert_eq!(a.local, ["localhost"]);
+    // (A fully qualified name's dot is left out; local names, .local
+    // as Caddy has it too, are the local CA's.)
     let c = run(&format!(
-        "{TLS}[acme]\nhosts = [\"localhost\", \"::1\", \"a.test\"]\n{CA}"
+        "{TLS}[acme]\nhosts = [\"localhost\", \"::1\", \"a.test.\", \"printer.local\"]\n{CA}"
     ))
     .unwrap();
     let a = c.acme.unwrap();
@@ -84,7 +86,11 @@ fn hosts_as_written_or_every_sites_not_covered_by_a_certificate() {
         (a.hosts, a.local),
         (
             vec!["a.test".to_string()],
-            vec!["localhost".to_string(), "::1".to_string()]
+            vec![
+                "localhost".to_string(),
+                "::1".to_string(),
+                "printer.local".to_string()
+            ]
         )
     );
 }
@@ -134,6 +140,14 @@ fn mistakes_are_refused_with_file_line_and_key() {
         (
             &format!("{TLS}[acme]\n{CA}email = \"ops\"\n"),
             "DIR/site.toml:6: acme.email: expected an address",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}email = \"mailto:ops@example.org\"\n"),
+            "DIR/site.toml:6: acme.email: expected an address such as \"ops@example.org\" (without \"mailto:\")",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}hosts = [\"bücher.example\"]\n"),
+            "DIR/site.toml:6: acme.hosts: bücher.example: an internationalized name: write it in its ASCII form",
         ),
         (
             &format!("{TLS}[acme]\n{CA}hosts = [\"*.a.test\"]\n"),
