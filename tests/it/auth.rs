@@ -470,3 +470,62 @@ fn a_share_everyone_reads_and_users_write() {
     assert_eq!(r.status, 204, "{}", r.head);
     assert_eq!(std::fs::read(dav.join("a.txt")).unwrap(), b"new");
 }
+
+/// A directory's index file is judged by the guards as its own path is:
+/// `pattern = "/members/*.html"` (a login) and `pattern = "/staff/*.html"`
+/// (refused to all) guard `/members/` and `/staff/` when their
+/// `index.html` is what they serve, as nginx's `index` (an internal
+/// redirect) and Apache's `DirectoryIndex` (a subrequest) do. It was
+/// served to anyone. With the login (a bcrypt check off the loop, the
+/// request routed again after it), the index is served.
+#[test]
+fn a_directory_s_index_file_is_guarded_as_its_own_path() {
+    let mut b = Builder::new();
+    b.file("members/index.html", b"members only")
+        .file("staff/index.html", b"staff only")
+        .file("open/index.html", b"open");
+    write_file(&b.base().join("htpasswd"), VECTORS.as_bytes());
+    // (A WebDAV share's GET of a collection serves its index too.)
+    let dav = b.base().join("dav");
+    write_file(&dav.join("board/index.html"), b"board only");
+    let share = match cfg!(feature = "webdav") {
+        true => format!(
+            "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+            dav.display()
+        ),
+        false => String::new(),
+    };
+    b.config(&format!(
+        "[[auth]]\npattern = \"/members/*.html\"\nrealm = \"Members\"\nhtpasswd = \"htpasswd\"\n\
+         [[access]]\npattern = \"/staff/*.html\"\ndeny = [\"all\"]\n\
+         [[access]]\npattern = \"/dav/board/*.html\"\ndeny = [\"all\"]\n{share}",
+    ));
+    let s = b.start();
+    if cfg!(feature = "webdav") {
+        assert_eq!(get(&s, "/dav/board/", None).status, 403);
+    }
+    for path in ["/members/", "/members/index.html"] {
+        let r = get(&s, path, None);
+        assert_eq!(r.status, 401, "{path}");
+        assert_eq!(
+            r.header("WWW-Authenticate"),
+            Some("Basic realm=\"Members\", charset=\"UTF-8\"")
+        );
+        assert!(r.header("ETag").is_none(), "{}", r.head);
+    }
+    for user in ["apr1", "bcrypt4"] {
+        let r = get(&s, "/members/", Some(&basic(user, "correct horse")));
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "members only"),
+            "{user}"
+        );
+    }
+    let r = get(&s, "/members/", Some(&basic("apr1", "wrong")));
+    assert_eq!(r.status, 401);
+    for path in ["/staff/", "/staff/index.html"] {
+        assert_eq!(get(&s, path, None).status, 403, "{path}");
+    }
+    s.wait_stderr_line("refused /staff/index.html by the [[access]] rule at ");
+    assert_eq!(get(&s, "/open/", None).text(), "open");
+}

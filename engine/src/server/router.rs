@@ -718,7 +718,11 @@ impl Router {
             if let Some(rel) = self.cache.went_cold() {
                 return Routed::Defer(Deferred::Cold(Cold::file(site, rel)));
             }
-            self.start_later(routing, &mut plan);
+            match self.guard_index(routing) {
+                Some(Step::Defer(why)) => return Routed::Defer(why),
+                Some(Step::Answer(refused)) => plan = refused,
+                _ => self.start_later(routing, &mut plan),
+            }
             return Routed::Answer(plan);
         }
         // The guards judge the file a fallback serves as they judged the
@@ -751,7 +755,11 @@ impl Router {
         if let Some(rel) = self.cache.went_cold() {
             return Routed::Defer(Deferred::Cold(Cold::file(site, rel)));
         }
-        self.start_later(routing, &mut plan);
+        match self.guard_index(routing) {
+            Some(Step::Defer(why)) => return Routed::Defer(why),
+            Some(Step::Answer(refused)) => plan = refused,
+            _ => self.start_later(routing, &mut plan),
+        }
         Routed::Answer(plan)
     }
 
@@ -982,40 +990,8 @@ impl Router {
             routing.client.now,
         );
         let step = match verdict {
-            Verdict::Open => Step::Next,
-            Verdict::Allowed { user } => {
-                routing.req.set_user(user);
-                Step::Next
-            }
-            Verdict::Challenge {
-                realm_header,
-                failure,
-            } => {
-                if let Some(f) = failure {
-                    routing
-                        .log
-                        .log(Level::Warn, format_args!("{}", f.log_line(ip)));
-                    if let Some(s) = &self.stats {
-                        s.auth_failed();
-                    }
-                }
-                routing.scratch.header("WWW-Authenticate", realm_header);
-                Step::Answer(Plan::error(Status::UNAUTHORIZED, routing.scratch))
-            }
             Verdict::Verify(check) => return Step::Defer(Deferred::Verify(check)),
-            Verdict::TooManyFailures { retry_after_secs } => {
-                if let Some(s) = &self.stats {
-                    s.auth_failed();
-                }
-                routing.log.log(
-                    Level::Warn,
-                    format_args!("auth: {ip} is over its failed-attempt limit; 429"),
-                );
-                let mut v = Vec::with_capacity(20);
-                crate::http::push_u64(&mut v, retry_after_secs);
-                routing.scratch.header("Retry-After", &v);
-                Step::Answer(Plan::error(Status::TOO_MANY_REQUESTS, routing.scratch))
-            }
+            verdict => verdict_step(verdict, self.stats.as_deref(), routing),
         };
         for w in auth.take_warnings() {
             routing.log.log(Level::Warn, format_args!("auth: {w}"));
@@ -1027,6 +1003,64 @@ impl Router {
             }
             (step, _) => step,
         }
+    }
+
+    /// The guards judge the index file a directory's URL is answered with
+    /// (`s.path` then names it: `/members/index.html` for `/members/`)
+    /// as they judge a request for that file: `[[auth]] pattern =
+    /// "/members/*.html"` guards `/members/` when its index is what it
+    /// serves, as nginx's `index` (an internal redirect, matched against
+    /// the locations again) and Apache's `DirectoryIndex` (a subrequest)
+    /// do. `None`: serve it; else what answers instead (403, 401, 429, or
+    /// the password check, after which the request is routed again).
+    fn guard_index(&mut self, routing: &mut Routing<'_>) -> Option<Step> {
+        let asked = routing.req.path().ok()?;
+        let s = &routing.scratch.path;
+        if s.len() <= asked.len() || !s.starts_with(asked) || !asked.ends_with(b"/") {
+            return None;
+        }
+        let site = routing.req.site();
+        let cfg = self.cfg.site(site);
+        let ip = routing.client.peer.ip();
+        let index = (&routing.scratch.path[..], Reach::Own);
+        let refused =
+            crate::access::admission::judge(&cfg.admission.access, index, &cfg.folding, ip);
+        let step = match (refused, self.sites[site].auth.as_mut()) {
+            (Err(rule), _) => {
+                routing.log.log(
+                    Level::Info,
+                    format_args!(
+                        "client {ip} refused {} by the [[access]] rule at {}; 403",
+                        String::from_utf8_lossy(&routing.scratch.path),
+                        rule.origin
+                    ),
+                );
+                Step::Answer(Plan::error(Status::FORBIDDEN, routing.scratch))
+            }
+            (Ok(()), None) => return None,
+            (Ok(()), Some(auth)) => {
+                let verdict = auth.check(
+                    &routing.scratch.path,
+                    routing.req.method_token(),
+                    routing.req.field(Field::Authorization),
+                    ip,
+                    routing.client.now,
+                );
+                match verdict {
+                    Verdict::Open | Verdict::Allowed { .. } => return None,
+                    Verdict::Verify(check) => return Some(Step::Defer(Deferred::Verify(check))),
+                    verdict => {
+                        // (The file's answer is not sent: its fields go.)
+                        routing.scratch.headers.clear();
+                        verdict_step(verdict, self.stats.as_deref(), routing)
+                    }
+                }
+            }
+        };
+        if let Step::Answer(_) = &step {
+            routing.scratch.body.clear();
+        }
+        Some(step)
     }
 
     /// Hands the outcome of a password check run off the loop to the auth
@@ -1359,6 +1393,53 @@ impl Router {
         self.upstream_pool.borrow_mut().rest();
         if let Some(cgi) = &self.programs {
             cgi.shrink();
+        }
+    }
+}
+
+/// What the auth stage answers for `verdict` (not a password check, which
+/// the caller defers): on to the next stage, the user recorded; 401 with
+/// the rule's challenge (a failure logged and counted); 429 for a client
+/// over its failure limit.
+fn verdict_step(
+    verdict: Verdict<'_>,
+    stats: Option<&crate::handlers::stats::WorkerStats>,
+    routing: &mut Routing<'_>,
+) -> Step {
+    let ip = routing.client.peer.ip();
+    match verdict {
+        Verdict::Open | Verdict::Verify(_) => Step::Next,
+        Verdict::Allowed { user } => {
+            routing.req.set_user(user);
+            Step::Next
+        }
+        Verdict::Challenge {
+            realm_header,
+            failure,
+        } => {
+            if let Some(f) = failure {
+                routing
+                    .log
+                    .log(Level::Warn, format_args!("{}", f.log_line(ip)));
+                if let Some(s) = stats {
+                    s.auth_failed();
+                }
+            }
+            routing.scratch.header("WWW-Authenticate", realm_header);
+            Step::Answer(Plan::error(Status::UNAUTHORIZED, routing.scratch))
+        }
+        Verdict::TooManyFailures { retry_after_secs } => {
+            if let Some(s) = stats {
+                s.auth_failed();
+            }
+            routing.log.log(
+                Level::Warn,
+                format_args!("auth: {ip} is over its failed-attempt limit; 429"),
+            );
+            let mut v = Vec::with_capacity(20);
+            crate::http::push_u64(&mut v, retry_after_secs);
+            routing.scratch.header("Retry-After", &v);
+            Step::Answer(Plan::error(Status::TOO_MANY_REQUESTS, routing.scratch))
         }
     }
 }

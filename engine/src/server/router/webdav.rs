@@ -149,6 +149,10 @@ impl Router {
                     let tree = super::Looking::Tree { tree: i, rel, seq };
                     return Step::Defer(Deferred::Cold(super::Cold::new(site, tree)));
                 }
+                // (A collection's index file is judged as its own path.)
+                if let Some(step) = self.guard_index(routing) {
+                    return step;
+                }
                 plan
             }
             b"OPTIONS" => webdav::options(dav, s),
