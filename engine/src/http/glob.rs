@@ -38,14 +38,14 @@ fn matches_leading(pattern: &[u8], path: &[u8]) -> bool {
 }
 
 /// How far beneath its own path a request reaches: a WebDAV method
-/// that acts on a collection's members (`Depth`, RFC 4918 §10.2).
+/// that acts on a collection's members (`Depth`, RFC 4918 §10.2). (A
+/// `Depth: 1` PROPFIND reaches its own path: the members the guards
+/// would refuse are left out of its listing, `webdav::Viewer`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reach {
     /// Its own path only.
     #[default]
     Own,
-    /// Its members too (`Depth: 1`).
-    Members,
     /// All beneath it (`Depth: infinity`; COPY, MOVE, DELETE).
     All,
 }
@@ -63,15 +63,13 @@ fn glob_without_slash(pattern: &[u8], path: &[u8]) -> bool {
 }
 
 /// [`PathMatch::covers_beneath`] of the prefix (else pattern) `rule`.
-fn beneath(rule: &[u8], glob: bool, path: &[u8], reach: Reach) -> bool {
+fn beneath(rule: &[u8], glob: bool, path: &[u8]) -> bool {
     let dir = path.strip_suffix(b"/").unwrap_or(path);
-    // (A member is one more segment, and a collection's slash.)
-    let one = |rest: &[u8]| !rest[..rest.len().saturating_sub(1)].contains(&b'/');
     if !glob {
-        return match rule.strip_prefix(dir).and_then(|r| r.strip_prefix(b"/")) {
-            Some(rest) => reach == Reach::All || one(rest),
-            None => false,
-        };
+        return rule
+            .strip_prefix(dir)
+            .and_then(|r| r.strip_prefix(b"/"))
+            .is_some();
     }
     if !rule.contains(&b'/') {
         return true;
@@ -83,13 +81,7 @@ fn beneath(rule: &[u8], glob: bool, path: &[u8], reach: Reach) -> bool {
             _ => return false,
         }
     }
-    let left: Vec<&[u8]> = pats.collect();
-    match left[..] {
-        [] => false,
-        [_] => true,
-        [_, last] if last.iter().all(|&b| b == b'*') => true,
-        _ => reach == Reach::All,
-    }
+    pats.next().is_some()
 }
 
 /// Matches one segment (no `/` on either side) with the classic
@@ -200,8 +192,7 @@ impl PathMatch {
 
     /// Whether the rule covers a path that a request for the collection
     /// `path` reaching `reach` beneath it also reaches (a WebDAV COPY,
-    /// MOVE or DELETE of a collection, a PROPFIND or LOCK with a
-    /// `Depth`): one of its members (`Reach::Members`) or any path
+    /// MOVE or DELETE of a collection, a LOCK with a `Depth`): any path
     /// beneath it (`Reach::All`). Matched in any case where `folding`
     /// says so. A pattern without `/` names files wherever they are:
     /// it may cover one beneath any collection.
@@ -213,8 +204,7 @@ impl PathMatch {
             PathMatch::Prefix(p) => (p.as_bytes(), false),
             PathMatch::Glob(g) => (g.as_bytes(), true),
         };
-        beneath(rule, glob, path, reach)
-            || folding.covers(path) && beneath(&fold(rule), glob, &fold(path), reach)
+        beneath(rule, glob, path) || folding.covers(path) && beneath(&fold(rule), glob, &fold(path))
     }
 
     /// Whether the rule and `path` match once both are [`fold`]ed.
@@ -639,8 +629,6 @@ mod tests {
             ("/dav/a/", Reach::All, true),
             ("/dav/", Reach::All, true),
             ("/", Reach::All, true),
-            ("/dav/a", Reach::Members, true),
-            ("/dav/", Reach::Members, false),
             ("/dav/a", Reach::Own, false),
             ("/dav/b", Reach::All, false),
             ("/dav/a/pri", Reach::All, false),
@@ -653,11 +641,11 @@ mod tests {
         }
         let glob = g("/dav/private/*");
         for (path, reach, covered) in [
-            ("/dav/private", Reach::Members, true),
+            ("/dav/private", Reach::All, true),
             ("/dav/private/", Reach::All, true),
-            ("/dav", Reach::Members, true),
-            ("/", Reach::Members, false),
+            ("/dav", Reach::All, true),
             ("/", Reach::All, true),
+            ("/dav/private", Reach::Own, false),
             ("/dav/public", Reach::All, false),
             ("/dav/private/x", Reach::All, false),
         ] {
@@ -668,7 +656,7 @@ mod tests {
             );
         }
         // Files by name wherever they are: beneath any collection.
-        assert!(g("*.key").covers_beneath(b"/dav/x/", Reach::Members, none));
+        assert!(g("*.key").covers_beneath(b"/dav/x/", Reach::All, none));
         assert!(!g("*.key").covers_beneath(b"/dav/x/", Reach::Own, none));
     }
 }

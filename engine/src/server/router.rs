@@ -974,10 +974,6 @@ impl Router {
         // what a share would have made of its Destination.
         let authorization = routing.req.field(Field::Authorization);
         let (reach, refused) = match judged_too(routing.req, dav, &mut also) {
-            // Without credentials, a listing's members a rule would ask
-            // them for are left out of it (`webdav::Viewer`); with them,
-            // each such rule must let them in.
-            Ok(Reach::Members) if authorization.is_none() => (Reach::Own, None),
             Ok(reach) => (reach, None),
             Err(status) => (Reach::Own, Some(status)),
         };
@@ -1476,8 +1472,9 @@ pub(super) fn judged_too(
             .any(|r| req.path().is_ok_and(|p| r.takes(p).is_some()));
     let reach = match (req.method_token(), req.header("Depth")) {
         _ if !served => Reach::Own,
-        (b"COPY" | b"LOCK" | b"PROPFIND", Some(b"0")) => Reach::Own,
-        (b"PROPFIND", Some(b"1")) => Reach::Members,
+        // (A listing's members the guards refuse are left out of it
+        // instead: `webdav::Viewer`.)
+        (b"COPY" | b"LOCK" | b"PROPFIND", Some(b"0")) | (b"PROPFIND", Some(b"1")) => Reach::Own,
         (b"COPY" | b"MOVE" | b"DELETE" | b"LOCK" | b"PROPFIND", _) => Reach::All,
         _ => Reach::Own,
     };

@@ -373,20 +373,18 @@ fn listing(dav: &Dav, rel: &[u8], meta: &Meta, xattrs: bool) -> Option<Arc<Listi
 }
 
 /// Who lists a collection's members (`Depth: 1`), so that those the
-/// site's guards would refuse them are left out, as nginx users expect
-/// of a listing: an `[[access]]` rule that refuses the client
-/// (`pattern = "*.key"`, deny all), and, for a client that sent no
-/// credentials, an `[[auth]]` rule that would ask for them. The
-/// collection itself was judged by them as any path is; a client that
-/// sent credentials had the auth rules of its members judge them too
-/// (a listing behind a login asks for it: `Reach::Members`), so they are
-/// not left out.
+/// site's guards would refuse them are left out, as Apache's mod_dav
+/// and mod_autoindex leave out what a subrequest would be refused: a
+/// member an `[[access]]` rule refuses the client (`pattern = "*.key"`,
+/// deny all), and one an `[[auth]]` rule guards with another login than
+/// the collection's (its htpasswd file: the credentials that let the
+/// listing in are checked against that file only), as `try_files`
+/// candidates are judged. The collection itself was judged as any path
+/// is; a member is never the reason a listing is refused.
 #[derive(Debug)]
 pub struct Viewer {
     /// The client's address.
     pub client: std::net::IpAddr,
-    /// Whether the request had no `Authorization`.
-    pub anonymous: bool,
     /// The collection's decoded URL path.
     pub path: Vec<u8>,
 }
@@ -397,13 +395,20 @@ impl Viewer {
     fn refused(&self, site: &crate::config::SiteConfig, listing: &Listing) -> Vec<usize> {
         use crate::http::glob::Reach;
         let access = &site.admission.access;
-        let auth = match self.anonymous {
-            true => &site.auth[..],
-            false => &[],
-        };
-        if access.is_empty() && auth.is_empty() {
+        if access.is_empty() && site.auth.is_empty() {
             return Vec::new();
         }
+        // (A rule's login is its file's: the first rule that covers a
+        // path for PROPFIND decides, as the auth stage judges.)
+        let login = |path: &[u8]| {
+            site.auth
+                .iter()
+                .find(|r| {
+                    r.methods.covers(b"PROPFIND") && r.matcher.matches_in(path, &site.folding)
+                })
+                .map(|r| (&r.htpasswd, r.allow_plaintext))
+        };
+        let own = login(&self.path);
         let mut url = self.path.clone();
         if url.last() != Some(&b'/') {
             url.push(b'/');
@@ -414,9 +419,7 @@ impl Viewer {
             url.extend_from_slice(listing.name(&listing.entries[*i]));
             let member = (&url[..], Reach::Own);
             crate::access::admission::judge(access, member, &site.folding, self.client).is_err()
-                || auth.iter().any(|r| {
-                    r.methods.covers(b"PROPFIND") && r.matcher.matches_in(&url, &site.folding)
-                })
+                || login(&url).is_some_and(|l| own != Some(l))
         };
         (0..listing.entries.len()).filter(refused).collect()
     }

@@ -7,7 +7,6 @@ use crate::access::rate::{self, Limit};
 use crate::config::admission::RateKey;
 use crate::config::Level;
 use crate::handlers::Plan;
-use crate::http::glob::Reach;
 use crate::http::Status;
 
 impl Router {
@@ -28,9 +27,6 @@ impl Router {
         let mut also = Vec::new();
         let dav = &self.cfg.site(site).webdav;
         let reach = match super::judged_too(routing.req, dav, &mut also) {
-            // A listing's members an [[access]] rule refuses the client
-            // are left out of it (`webdav::Viewer`), not the whole listing.
-            Ok(Reach::Members) => Reach::Own,
             Ok(reach) => reach,
             Err(status) => return Some(Plan::error(status, routing.scratch)),
         };

@@ -12,7 +12,6 @@ use crate::handlers::webdav::{self, Bodied, Change, Changed, Dav, Put, Started};
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
 use crate::http::range::parse_content_range;
-use crate::http::request::Field;
 use crate::http::{path, Method, Status};
 use crate::sys::fs::Kind;
 use std::sync::Arc;
@@ -311,7 +310,6 @@ impl Router {
         let dav = Arc::clone(dav);
         let viewer = webdav::Viewer {
             client: routing.client.peer.ip(),
-            anonymous: routing.req.field(Field::Authorization).is_none(),
             path: routing.scratch.path.clone(),
         };
         later(self, routing, |later| {
