@@ -1185,6 +1185,13 @@ fn auth_methods_that_leave_copy_and_move_open_are_warned_about() {
     );
     let out = check("except_methods = [\"GET\", \"HEAD\", \"OPTIONS\", \"PROPFIND\"]");
     assert!(!out.contains("warning: auth"), "{out}");
+    // A download-only guard: a COPY reads the file out all the same.
+    let out = check("methods = [\"GET\"]");
+    assert!(
+        out.contains("warning: auth[1].methods guards GET at the WebDAV tree /dav/ but not COPY, which reads a file too"),
+        "{out}"
+    );
+    assert!(!check("methods = [\"GET\", \"COPY\"]").contains("but not COPY"));
 }
 
 /// A PUT whose collection is moved while its body comes is 409 (its

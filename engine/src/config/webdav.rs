@@ -132,6 +132,19 @@ pub(crate) fn half_guarded(config: &Config) -> Vec<String> {
                     .filter(|m| !auth.methods.covers(m.as_bytes()))
                     .copied()
                     .collect();
+                // (A COPY reads its source as a GET does, and a
+                // PROPFIND shows names, sizes and times: a rule that
+                // guards reading by GET alone leaves the file to copy
+                // out into an open place.)
+                if auth.methods.covers(b"GET") && !auth.methods.covers(b"COPY") {
+                    out.push(format!(
+                        "{prefix}auth[{}].methods guards GET at the WebDAV tree {} but not COPY, \
+                         which reads a file too (to copy it where anyone may GET it): list COPY \
+                         (and PROPFIND, which shows names and sizes) with it",
+                        i + 1,
+                        dav.path
+                    ));
+                }
                 if !open.is_empty() && open.len() < changing.len() {
                     out.push(format!(
                         "{prefix}auth[{}].methods guards some of the methods that change the \
