@@ -380,6 +380,7 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
             && !r.optional
             && !r.what.ends_with(".writable")
             && r.what != "acme.storage"
+            && r.what != TICKET_KEYS_DIR
             && !is_webdav(r)
     };
     let writable = |r: &&Rule| {

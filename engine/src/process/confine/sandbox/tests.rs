@@ -641,3 +641,33 @@ fn the_summary_says_files_are_read_in_the_configuration_files_directory() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A writable directory that holds what is served is warned about; the
+/// session-ticket keys' directory is brisk's own, not served: neither it
+/// nor the ACME storage holding it (acme.md's fleet) is. (Every start
+/// said both "contain the document root or a CGI directory".)
+#[test]
+fn only_writable_trees_that_hold_served_files_are_warned_about() {
+    use fs_access::*;
+    let rule = |p: &str, rights: u64, what: &str| Rule::new(p, rights, what);
+    let served = rule("/srv/www", READ_FILE | READ_DIR, "root");
+    let keys = READ_FILE | READ_DIR | WRITE_FILE | MAKE_REG | REMOVE_FILE;
+    let storage = WRITE_FILE | MAKE_REG | READ_DIR | READ_FILE;
+    let mut notes = Notes::new();
+    let rules = [
+        served.clone(),
+        rule("/var/lib/brisk/acme", storage, "acme.storage"),
+        rule("/var/lib/brisk/acme/tickets", keys, TICKET_KEYS_DIR),
+    ];
+    note_writable_trees(&rules, &mut notes);
+    assert!(notes.is_empty(), "{notes:?}");
+    let rules = [
+        served,
+        rule("/srv", WRITE_FILE | MAKE_REG, "log.access (its directory)"),
+    ];
+    note_writable_trees(&rules, &mut notes);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0]
+        .1
+        .starts_with("sandbox: the log directory /srv contains the document root"));
+}
