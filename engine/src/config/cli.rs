@@ -397,6 +397,22 @@ fn load_command(
     }
     config.listen_default = no_listener
         && (tls_takes_default || config.tls.as_ref().is_none_or(|t| t.listen.is_empty()));
+    // http-01 alone with no plain-HTTP address (nor sockets systemd
+    // passes): every validation would fail with the CA's "connection
+    // refused", which does not point here.
+    #[cfg(feature = "acme")]
+    if let Some(a) = config.acme.as_mut().filter(|a| {
+        a.challenges == ["http-01"]
+            && !a.hosts.is_empty()
+            && config.listen.is_empty()
+            && !config.listen_default
+            && std::env::var_os("LISTEN_FDS").is_none()
+    }) {
+        let at = a.origin.split(": ").next().unwrap_or_default();
+        a.unordered.push(format!(
+            "{at}: acme.challenges: http-01 alone, and no plain-HTTP listen address: the CA's validations reach nothing (listen = [\"0.0.0.0:80\"], or allow tls-alpn-01)"
+        ));
+    }
     config.listen_default_tls = config.listen_default && tls_takes_default;
     // (Always `None` without the cargo feature `ops`: `[proxy]` is refused.)
     if let Some(mut section) = origins.proxy.take().filter(|_| cfg!(feature = "ops")) {

@@ -113,7 +113,18 @@ fn the_defaults_and_the_challenges_in_brisks_order() {
         "{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nchallenges = \"http-01\"\n"
     ))
     .unwrap();
+    // (HTTPS only: nothing the CA's http-01 validations could reach.)
+    let said = only.warnings();
+    assert!(
+        said.iter().any(|w| w.ends_with(": acme.challenges: http-01 alone, and no plain-HTTP listen address: the CA's validations reach nothing (listen = [\"0.0.0.0:80\"], or allow tls-alpn-01)")),
+        "{said:?}"
+    );
     assert_eq!(only.acme.unwrap().challenges, ["http-01"]);
+    let plain = run(&format!(
+        "listen = [\"127.0.0.1:8080\"]\n{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nchallenges = \"http-01\"\n"
+    ))
+    .unwrap();
+    assert!(!plain.warnings().iter().any(|w| w.contains("http-01 alone")));
     for (written, kind) in [
         ("rsa2048", KeyType::Rsa2048),
         ("ecdsa-p256", KeyType::EcdsaP256),
