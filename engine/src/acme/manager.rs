@@ -275,7 +275,7 @@ impl Manager {
                 return false;
             }
         };
-        let (key, not_before, not_after) = match usable(&stored, &[name], now) {
+        let (key, not_before, not_after) = match usable(&stored, &[name], now, true) {
             Ok(k) => k,
             Err(e) => {
                 if self.unserved_said.get(name) != Some(&e) {
@@ -314,13 +314,22 @@ impl Manager {
             return false;
         }
         self.live.set(&[name.to_string()], Some(key));
-        log(
-            Level::Info,
-            format_args!(
-                "acme: {name}: serving the certificate valid until {}",
-                certs::utc(not_after)
+        match now >= not_after {
+            true => log(
+                Level::Warn,
+                format_args!(
+                    "acme: {name}: serving the stored certificate, which expired on {}, until its renewal comes (clients refuse it meanwhile)",
+                    certs::utc(not_after)
+                ),
             ),
-        );
+            false => log(
+                Level::Info,
+                format_args!(
+                    "acme: {name}: serving the certificate valid until {}",
+                    certs::utc(not_after)
+                ),
+            ),
+        }
         true
     }
 
@@ -422,7 +431,7 @@ impl Manager {
         made: &mut Option<String>,
     ) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
         if let Some(stored) = self.store.local_certificate().map_err(|e| e.to_string())? {
-            if let Ok((key, nb, na)) = certified(&stored, now) {
+            if let Ok((key, nb, na)) = certified(&stored) {
                 let leaf = key
                     .cert
                     .first()
@@ -496,7 +505,7 @@ impl Manager {
             certs::utc(t.not_after),
             ca_path.display()
         ));
-        certified(&stored, now)
+        certified(&stored)
     }
 
     /// Gets `name` a new certificate, or what another server of the
@@ -634,7 +643,7 @@ impl Manager {
         };
         // Checked before it replaces anything: the CA's word is not
         // taken for it (RFC 8555 §7.4.2 leaves the check to the client).
-        usable(&stored, &[name], now)
+        usable(&stored, &[name], now, false)
             .map_err(|e| format!("the CA issued a certificate brisk cannot serve: {e}"))?;
         self.store
             .save_certificate(name, &stored)
@@ -1042,8 +1051,9 @@ fn same_names(names: &[String], have_dns: &[String], have_ips: &[std::net::IpAdd
 }
 
 /// The stored certificate as rustls serves it, and its validity; an error
-/// if it cannot be served at `now`.
-pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+/// if it cannot be served at all (its key does not match, a file is not
+/// what it should be). Whether it is valid now is the caller's to judge.
+pub fn certified(stored: &Stored) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
     let chain: Vec<CertificateDer<'static>> = stored
         .chain_pem
         .split_inclusive("-----END CERTIFICATE-----")
@@ -1052,9 +1062,6 @@ pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u
         .collect();
     let leaf = chain.first().ok_or("no certificate in the chain")?;
     let facts = crate::tls::x509::parse(leaf).map_err(|e| e.to_string())?;
-    if now >= facts.not_after {
-        return Err(format!("it expired on {}", certs::utc(facts.not_after)));
-    }
     let der = pem_der(&stored.key_pem, "PRIVATE KEY").ok_or("no PRIVATE KEY in key.pem")?;
     let signer = crate::tls::provider()
         .key_provider
@@ -1067,16 +1074,22 @@ pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u
 }
 
 /// [`certified`], and more: a certificate that can be served for `names`
-/// at `now`: valid already (not only not expired), its key the one
-/// stored with it, and every one of `names` among its DNS names (the
-/// identifiers ordered: RFC 8555 §7.4 asks the CA for a certificate of
-/// them, and §7.4.2 hands back whatever it issued, unchecked).
+/// at `now`: valid already, its key the one stored with it, every one of
+/// `names` among its DNS names (the identifiers ordered: RFC 8555 §7.4
+/// asks the CA for a certificate of them, and §7.4.2 hands back whatever
+/// it issued, unchecked), and not expired unless `expired` may be (a
+/// stored one at start: served, as nginx serves an expired file, until
+/// its renewal comes, rather than no certificate at all).
 pub fn usable(
     stored: &Stored,
     names: &[&str],
     now: u64,
+    expired: bool,
 ) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
-    let (key, not_before, not_after) = certified(stored, now)?;
+    let (key, not_before, not_after) = certified(stored)?;
+    if now >= not_after && !expired {
+        return Err(format!("it expired on {}", certs::utc(not_after)));
+    }
     // (`now` is when the step began: an order since may have taken
     // minutes, and the CA dates its certificate when it makes it.)
     if now.max(certs::now()) < not_before {
@@ -1255,6 +1268,33 @@ mod tests {
         assert_eq!(ca.orders(), 4);
     }
 
+    /// A stored certificate that expired (its renewal failed while the
+    /// CA was down, then brisk restarted) is served until a new one
+    /// comes, as nginx serves an expired file, with a warning: "at start
+    /// it serves the certificates in storage, whatever their age". It
+    /// was not served: no certificate at all for the name.
+    #[test]
+    fn an_expired_stored_certificate_is_served_until_its_renewal() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut other = manager_at(&ca, "expired-stored-from");
+        stepped(&mut other, certs::now());
+        let good = other.store.certificate("e.test").unwrap().unwrap();
+        let (_, _, not_after) = certified(&good).unwrap();
+        let mut m = manager_at(&ca, "expired-stored");
+        m.store.save_certificate("e.test", &good).unwrap();
+        let mut lines = Vec::new();
+        let mut log = |l: Level, a: std::fmt::Arguments<'_>| lines.push(format!("{l:?} {a}"));
+        assert!(m.serve_stored("e.test", not_after + 1, &mut log));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(
+                "Warn acme: e.test: serving the stored certificate, which expired on "
+            ) && lines[0].ends_with(", until its renewal comes (clients refuse it meanwhile)"),
+            "{lines:?}"
+        );
+        assert!(m.live.issued("e.test").is_some());
+    }
+
     #[test]
     fn a_certificate_for_other_names_than_those_ordered_is_refused() {
         let ca = fake_ca::start(Mode::OtherName);
@@ -1277,8 +1317,8 @@ mod tests {
         let good = other.store.certificate("e.test").unwrap().unwrap();
         let mut lines = Vec::new();
         let mut log = |l: Level, a: std::fmt::Arguments<'_>| lines.push(format!("{l:?} {a}"));
-        assert!(usable(&good, &["e.test"], certs::now()).is_ok());
-        let e = usable(&good, &["e.test", "f.test"], certs::now()).err();
+        assert!(usable(&good, &["e.test"], certs::now(), false).is_ok());
+        let e = usable(&good, &["e.test", "f.test"], certs::now(), false).err();
         assert_eq!(e.as_deref(), Some("it is for e.test, not for f.test"));
         m.store.save_certificate("e.test", &good).unwrap();
         m.store.save_certificate("f.test", &good).unwrap();
