@@ -70,7 +70,12 @@ pub fn fetch(http: &Client, renewal_info: &str, cert_id: &str) -> Result<Info, S
     let url = url(renewal_info, cert_id);
     let a = http.get(&url).map_err(|e| e.0)?;
     if a.status != 200 {
-        return Err(format!("GET {url} answered {}", a.status));
+        // (With the CA's problem document, when it sent one: its detail
+        // says why, "no known issuer matches ...".)
+        return Err(match super::client::problem(&a) {
+            e @ super::client::AcmeError::Problem { .. } => format!("GET {url} answered {e}"),
+            _ => format!("GET {url} answered {}", a.status),
+        });
     }
     let window = window(&a.body).map_err(|e| format!("GET {url}: {e}"))?;
     Ok(Info {
@@ -355,7 +360,8 @@ mod tests {
                 "500 Internal Server Error",
                 String::new(),
                 "application/json",
-                r#"{"type":"urn:ietf:params:acme:error:serverInternal"}"#.into(),
+                r#"{"type":"urn:ietf:params:acme:error:serverInternal","detail":"it went wrong"}"#
+                    .into(),
             )
         });
         FakeCa {
@@ -474,7 +480,7 @@ mod tests {
         m.step(t + DEFAULT_POLL.as_secs(), &mut log);
         assert_eq!(*ca.asked.lock().unwrap(), asked(2));
         // Two thirds of 2020-01-01..2126-01-01.
-        let warning = format!("Warn acme: c.test: renewal information (ARI): GET {}/ari/{id} answered 500; renewing at 2090-08-31 16:00:00 UTC unless it says otherwise, asking again in 21600 s", ca.url.trim_end_matches("/dir"));
+        let warning = format!("Warn acme: c.test: renewal information (ARI): GET {}/ari/{id} answered urn:ietf:params:acme:error:serverInternal (500): it went wrong; renewing at 2090-08-31 16:00:00 UTC unless it says otherwise, asking again in 21600 s", ca.url.trim_end_matches("/dir"));
         assert_eq!(lines[1..], [warning.clone(), warning]);
     }
 
