@@ -986,8 +986,40 @@ impl Router {
             routing.client.now,
         );
         let step = match verdict {
+            Verdict::Open => Step::Next,
+            Verdict::Allowed { user } => {
+                routing.req.set_user(user);
+                Step::Next
+            }
+            Verdict::Challenge {
+                realm_header,
+                failure,
+            } => {
+                if let Some(f) = failure {
+                    routing
+                        .log
+                        .log(Level::Warn, format_args!("{}", f.log_line(ip)));
+                    if let Some(s) = &self.stats {
+                        s.auth_failed();
+                    }
+                }
+                routing.scratch.header("WWW-Authenticate", realm_header);
+                Step::Answer(Plan::error(Status::UNAUTHORIZED, routing.scratch))
+            }
             Verdict::Verify(check) => return Step::Defer(Deferred::Verify(check)),
-            verdict => verdict_step(verdict, self.stats.as_deref(), routing),
+            Verdict::TooManyFailures { retry_after_secs } => {
+                if let Some(s) = &self.stats {
+                    s.auth_failed();
+                }
+                routing.log.log(
+                    Level::Warn,
+                    format_args!("auth: {ip} is over its failed-attempt limit; 429"),
+                );
+                let mut v = Vec::with_capacity(20);
+                crate::http::push_u64(&mut v, retry_after_secs);
+                routing.scratch.header("Retry-After", &v);
+                Step::Answer(Plan::error(Status::TOO_MANY_REQUESTS, routing.scratch))
+            }
         };
         for w in auth.take_warnings() {
             routing.log.log(Level::Warn, format_args!("auth: {w}"));
@@ -1021,41 +1053,26 @@ impl Router {
         let index = (&routing.scratch.path[..], Reach::Own);
         let refused =
             crate::access::admission::judge(&cfg.admission.access, index, &cfg.folding, ip);
-        let step = match (refused, self.sites[site].auth.as_mut()) {
-            (Err(rule), _) => {
-                routing.log.log(
-                    Level::Info,
-                    format_args!(
-                        "client {ip} refused {} by the [[access]] rule at {}; 403",
-                        String::from_utf8_lossy(&routing.scratch.path),
-                        rule.origin
-                    ),
-                );
-                Step::Answer(Plan::error(Status::FORBIDDEN, routing.scratch))
+        // (The file's answer is not sent if they refuse it: its fields go.)
+        let fields = std::mem::take(&mut routing.scratch.headers);
+        let step = match refused {
+            Err(rule) => {
+                let path = std::mem::take(&mut routing.scratch.path);
+                let to = (&mut *routing.log, &mut *routing.scratch);
+                let plan = admission::access_refused(to, ip, (&path, ""), &rule.origin);
+                routing.scratch.path = path;
+                Step::Answer(plan)
             }
-            (Ok(()), None) => return None,
-            (Ok(()), Some(auth)) => {
-                let verdict = auth.check(
-                    &routing.scratch.path,
-                    routing.req.method_token(),
-                    routing.req.field(Field::Authorization),
-                    ip,
-                    routing.client.now,
-                );
-                match verdict {
-                    Verdict::Open | Verdict::Allowed { .. } => return None,
-                    Verdict::Verify(check) => return Some(Step::Defer(Deferred::Verify(check))),
-                    verdict => {
-                        // (The file's answer is not sent: its fields go.)
-                        routing.scratch.headers.clear();
-                        verdict_step(verdict, self.stats.as_deref(), routing)
-                    }
-                }
-            }
+            // The auth stage, at the index's path (`s.path`), with the
+            // request's credentials.
+            Ok(()) if self.sites[site].auth.is_some() => self.auth(routing),
+            Ok(()) => Step::Next,
         };
-        if let Step::Answer(_) = &step {
-            routing.scratch.body.clear();
+        if let Step::Next = step {
+            routing.scratch.headers = fields;
+            return None;
         }
+        routing.scratch.body.clear();
         Some(step)
     }
 
@@ -1389,53 +1406,6 @@ impl Router {
         self.upstream_pool.borrow_mut().rest();
         if let Some(cgi) = &self.programs {
             cgi.shrink();
-        }
-    }
-}
-
-/// What the auth stage answers for `verdict` (not a password check, which
-/// the caller defers): on to the next stage, the user recorded; 401 with
-/// the rule's challenge (a failure logged and counted); 429 for a client
-/// over its failure limit.
-fn verdict_step(
-    verdict: Verdict<'_>,
-    stats: Option<&crate::handlers::stats::WorkerStats>,
-    routing: &mut Routing<'_>,
-) -> Step {
-    let ip = routing.client.peer.ip();
-    match verdict {
-        Verdict::Open | Verdict::Verify(_) => Step::Next,
-        Verdict::Allowed { user } => {
-            routing.req.set_user(user);
-            Step::Next
-        }
-        Verdict::Challenge {
-            realm_header,
-            failure,
-        } => {
-            if let Some(f) = failure {
-                routing
-                    .log
-                    .log(Level::Warn, format_args!("{}", f.log_line(ip)));
-                if let Some(s) = stats {
-                    s.auth_failed();
-                }
-            }
-            routing.scratch.header("WWW-Authenticate", realm_header);
-            Step::Answer(Plan::error(Status::UNAUTHORIZED, routing.scratch))
-        }
-        Verdict::TooManyFailures { retry_after_secs } => {
-            if let Some(s) = stats {
-                s.auth_failed();
-            }
-            routing.log.log(
-                Level::Warn,
-                format_args!("auth: {ip} is over its failed-attempt limit; 429"),
-            );
-            let mut v = Vec::with_capacity(20);
-            crate::http::push_u64(&mut v, retry_after_secs);
-            routing.scratch.header("Retry-After", &v);
-            Step::Answer(Plan::error(Status::TOO_MANY_REQUESTS, routing.scratch))
         }
     }
 }

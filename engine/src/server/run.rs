@@ -551,7 +551,7 @@ impl Run {
                     return Outcome::Redirect(to);
                 }
                 Gave::Cut(why) if self.started => {
-                    self.say(&why, cx.log);
+                    self.say((&why, ""), cx.log);
                     self.halt(cx.log);
                     if !self.draining {
                         sink.cut();
@@ -651,10 +651,11 @@ impl Run {
     ) -> Outcome {
         // (Whether the client got a head first: a 504 it did not get, or
         // an answer cut short, is not the same failure to the operator.)
-        match self.started {
-            true => self.say(&format!("{why}, after its answer began (cut short)"), log),
-            false => self.say(why, log),
-        }
+        let then = match self.started {
+            true => ", after its answer began (cut short)",
+            false => "",
+        };
+        self.say((why, then), log);
         self.halt(log);
         if self.started {
             sink.abort();
@@ -715,9 +716,11 @@ impl Run {
     /// Logs why it gives up (with its producer's label), after what the
     /// producer noted on its way (an upstream tried before the one that
     /// failed): a request's lines in the order things happened.
-    fn say(&mut self, why: &str, log: &mut Logger) {
+    #[cold]
+    #[inline(never)]
+    fn say(&mut self, (why, then): (&str, &str), log: &mut Logger) {
         self.producer.tend(&mut Cx { log, raw_ok: false });
-        log.log(Level::Error, format_args!("{}: {why}", self.label()));
+        log.log(Level::Error, format_args!("{}: {why}{then}", self.label()));
     }
 
     /// Stops the producer, and lets it log what it still holds.

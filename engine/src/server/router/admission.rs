@@ -38,22 +38,13 @@ impl Router {
             .find(Result::is_err)
             .unwrap_or(Ok(()));
         if let Err((rule, refused)) = judged {
-            if routing.log.enabled(Level::Info) {
-                let dest = if refused == path {
-                    ""
-                } else {
-                    " (named by the request)"
-                };
-                routing.log.log(
-                    Level::Info,
-                    format_args!(
-                        "client {client} refused {}{dest} by the [[access]] rule at {}; 403",
-                        String::from_utf8_lossy(refused),
-                        rule.origin
-                    ),
-                );
-            }
-            return Some(Plan::error(Status::FORBIDDEN, routing.scratch));
+            let dest = if refused == path {
+                ""
+            } else {
+                " (named by the request)"
+            };
+            let to = (&mut *routing.log, &mut *routing.scratch);
+            return Some(access_refused(to, client, (refused, dest), &rule.origin));
         }
         if rules.rate.is_empty() || routing.req.rate_counted() {
             return None;
@@ -118,4 +109,26 @@ impl Router {
         routing.scratch.header("Retry-After", &v);
         Some(Plan::error(Status::TOO_MANY_REQUESTS, routing.scratch))
     }
+}
+
+/// The 403 of a request an `[[access]]` rule (at `origin`) refused at
+/// `path` (`dest` says when that is not its own), with its `info` line.
+#[cold]
+#[inline(never)]
+pub(super) fn access_refused(
+    (log, scratch): (&mut crate::log::Logger, &mut crate::handlers::Scratch),
+    client: std::net::IpAddr,
+    (path, dest): (&[u8], &str),
+    origin: &str,
+) -> Plan {
+    if log.enabled(Level::Info) {
+        log.log(
+            Level::Info,
+            format_args!(
+                "client {client} refused {}{dest} by the [[access]] rule at {origin}; 403",
+                String::from_utf8_lossy(path),
+            ),
+        );
+    }
+    Plan::error(Status::FORBIDDEN, scratch)
 }
