@@ -856,6 +856,11 @@ fn without_http3_https_answers_advertise_nothing() {
 /// `slow.sh` answers "done" after 2 s, `drip.sh` 40 × 32 KiB of `a`
 /// over 4 s.
 fn slow_server() -> Server {
+    slow_server_with("")
+}
+
+/// [`slow_server`] with `extra` in its configuration.
+fn slow_server_with(extra: &str) -> Server {
     use std::os::unix::fs::PermissionsExt;
     let mut b = Builder::new();
     let dir = b.base().join("cgi-bin");
@@ -874,7 +879,9 @@ fn slow_server() -> Server {
             .expect("chmod");
     }
     b.file("index.html", b"hello\n");
-    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.config(&format!(
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n{extra}"
+    ));
     b.workers(2).tls().arg("--http3");
     b.start()
 }
@@ -1275,6 +1282,26 @@ fn a_stop_sends_goaway_answers_what_was_asked_then_closes() {
     assert!(control.starts_with("0004"), "{control}");
     assert!(control.ends_with("070104"), "{control}");
     // ... and then the connection closes, H3_NO_ERROR, once it is done.
+    assert_eq!(
+        out["terminated"],
+        json!([H3_NO_ERROR, "the server is stopping"])
+    );
+    assert!(s.wait_exit(std::time::Duration::from_secs(10)).is_some());
+}
+
+/// An answer a stop cuts short at `timeouts.shutdown` is reset
+/// (H3_REQUEST_CANCELLED) before the connection closes, as HTTP/2's
+/// streams get RST_STREAM CANCEL: the close's H3_NO_ERROR alone says a
+/// graceful end (RFC 9114 §5.2), and the client took the cut body for
+/// a whole one (its stream never reset).
+#[test]
+fn a_stop_resets_the_answers_it_cuts_short() {
+    let mut s = slow_server_with("[timeouts]\nshutdown = \"1s\"\n");
+    let Some(out) = busy_with("drip.sh", &s, libc::SIGTERM) else {
+        return;
+    };
+    let r = &out["responses"][0];
+    assert_eq!(r["reset"], json!(0x10c), "{}", out["terminated"]);
     assert_eq!(
         out["terminated"],
         json!([H3_NO_ERROR, "the server is stopping"])

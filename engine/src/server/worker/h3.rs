@@ -878,10 +878,16 @@ impl Worker {
 
     /// Connection `c` goes (the worker closes it): its answers are
     /// logged with what they sent, and a connection not closed yet is
-    /// closed (CONNECTION_CLOSE, H3_NO_ERROR: the server is going).
+    /// closed (CONNECTION_CLOSE, H3_NO_ERROR: the server is going), each
+    /// answer it cuts short reset first (RESET_STREAM,
+    /// H3_REQUEST_CANCELLED), as HTTP/2's get RST_STREAM CANCEL: H3_NO_ERROR
+    /// alone says a graceful end (RFC 9114 §5.2), and the client could
+    /// take a cut download for a whole one.
     pub(super) fn h3_close(&mut self, c: &mut Conn) {
         let answers = c.h3_mut().map(|s| std::mem::take(&mut s.answers));
+        let mut cut = Vec::new();
         for a in answers.into_iter().flatten() {
+            cut.push(stream(a.id));
             self.h3_forget(c, a);
         }
         let (now, index) = (self.clock.now, c.index);
@@ -895,6 +901,15 @@ impl Worker {
                 (false, crate::server::drain::Drain::Retire) => "the server is reloading",
                 (false, _) => "the server is stopping",
             };
+            let cancelled = VarInt::from_u32(Code::REQUEST_CANCELLED.0);
+            for id in &cut {
+                let _ = s.quic.send_stream(*id).reset(cancelled);
+            }
+            // (Sent before the close: a closed connection sends nothing
+            // but its CONNECTION_CLOSE.)
+            if !cut.is_empty() {
+                q.transmit(s, now);
+            }
             close(s, Error::new(Code::NO_ERROR, why), now);
             q.transmit(s, now);
         }
