@@ -275,7 +275,13 @@ impl Manager {
                 return false;
             }
         };
-        let (key, not_before, not_after) = match usable(&stored, &[name], now, true) {
+        self.serve(name, &stored, now, log)
+    }
+
+    /// Serves `stored` for `name` from now on, unless it cannot be, or the
+    /// one served is as new (see [`Manager::serve_stored`]).
+    fn serve(&mut self, name: &str, stored: &Stored, now: u64, log: Log<'_>) -> bool {
+        let (key, not_before, not_after) = match usable(stored, &[name], now, true) {
             Ok(k) => k,
             Err(e) => {
                 if self.unserved_said.get(name) != Some(&e) {
@@ -571,11 +577,15 @@ impl Manager {
             log(Level::Warn, format_args!("acme: {name}: {w}"));
         }
         match got {
-            Ok(()) => {
+            Ok(unstored) => {
                 let s = self.names.entry(name.to_string()).or_default();
                 s.failures = 0;
                 s.wait_until = 0;
-                if self.serve_stored(name, now, log) {
+                let served = match unstored {
+                    Some(stored) => self.serve(name, &stored, now, log),
+                    None => self.serve_stored(name, now, log),
+                };
+                if served {
                     if let Some(s) = self.names.get_mut(name) {
                         s.obtained = now;
                     }
@@ -587,14 +597,15 @@ impl Manager {
 
     /// Orders the certificate of `name` (replacing the one identified by
     /// `replaces`, RFC 9773 §5) and stores it, if it is [`usable`] at
-    /// `now`: one that is not is an error, and what is stored stays.
+    /// `now`: one that is not is an error, and what is stored stays. One
+    /// the storage refused comes back, to be served from memory.
     fn order(
         &mut self,
         name: &str,
         replaces: Option<&str>,
         now: u64,
         log: Log<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<Option<Stored>, String> {
         let mut account = self.account(log)?;
         let key = certificate_key(self.settings.key_type).map_err(|e| e.0)?;
         let kinds = self.kinds_for(name);
@@ -645,9 +656,22 @@ impl Manager {
         // taken for it (RFC 8555 §7.4.2 leaves the check to the client).
         usable(&stored, &[name], now, false)
             .map_err(|e| format!("the CA issued a certificate brisk cannot serve: {e}"))?;
-        self.store
-            .save_certificate(name, &stored)
-            .map_err(|e| format!("cannot store it: {e}"))
+        // One the storage does not take (full, read-only, another
+        // owner's) is served all the same, from memory, rather than
+        // thrown away and ordered again at each try (the CA's limits:
+        // five of the same names a week at Let's Encrypt).
+        match self.store.save_certificate(name, &stored) {
+            Ok(()) => Ok(None),
+            Err(e) => {
+                log(
+                    Level::Error,
+                    format_args!(
+                        "acme: {name}: cannot store its new certificate: {e}; serving it from memory (a restart will not find it: mend the storage)"
+                    ),
+                );
+                Ok(Some(stored))
+            }
+        }
     }
 
     /// The challenge kinds to offer for `name`, preferred first: those
@@ -1266,6 +1290,34 @@ mod tests {
         assert!(Arc::ptr_eq(&m.live.issued("e.test").unwrap(), &served));
         stepped(&mut m, later + 30);
         assert_eq!(ca.orders(), 4);
+    }
+
+    /// A certificate the storage does not take (full, read-only, another
+    /// owner's) is served from memory, with an error line, and not ordered
+    /// again: it was thrown away and ordered at every try (three issued,
+    /// one stored, in half an hour), toward the CA's weekly limit.
+    #[test]
+    fn a_certificate_the_storage_refuses_is_served_from_memory_not_ordered_again() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "unstorable");
+        let dir = m.store.cert_dir("e.test").unwrap();
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        std::fs::write(&dir, b"in the way").unwrap();
+        let t = certs::now();
+        let lines = stepped(&mut m, t);
+        assert_eq!(ca.orders(), 1);
+        assert!(
+            lines.iter().any(|l| l
+                .starts_with("Error acme: e.test: cannot store its new certificate: ")
+                && l.ends_with(
+                    "; serving it from memory (a restart will not find it: mend the storage)"
+                )),
+            "{lines:?}"
+        );
+        assert!(m.live.issued("e.test").is_some(), "{lines:?}");
+        stepped(&mut m, t + 60);
+        stepped(&mut m, t + 3_600);
+        assert_eq!(ca.orders(), 1, "ordered again");
     }
 
     /// A stored certificate that expired (its renewal failed while the
