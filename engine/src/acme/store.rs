@@ -185,7 +185,9 @@ impl Store {
             ));
         }
         let path = self.root.join("locks").join(format!("{name}.lock"));
+        // (Named in the error: "Permission denied" alone says not where.)
         crate::sys::fs::lock(&path, holder, STALE_LOCK)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 }
 
@@ -439,6 +441,15 @@ mod tests {
             .collect();
         assert_eq!(names, ["b.test.lock"], "nothing set aside is left");
         drop(other);
+        // One that cannot be taken says where (a file in the way of the
+        // locks' directory).
+        fs::remove_dir_all(root.join("locks")).unwrap();
+        fs::write(root.join("locks"), b"in the way").unwrap();
+        let e = store.lock("a.test", "four 4").expect_err("refused");
+        assert!(
+            e.to_string().starts_with(&format!("{}: ", path.display())),
+            "{e}"
+        );
         fs::remove_dir_all(&root).unwrap();
     }
 
