@@ -1434,7 +1434,7 @@ pub(super) fn judged_too(
     req: &OwnedRequest,
     dav: &crate::config::DavRules,
     also: &mut Vec<Vec<u8>>,
-) -> Result<crate::http::glob::Reach, Status> {
+) -> Result<Reach, Status> {
     also.clear();
     let served = cfg!(feature = "webdav")
         && dav
