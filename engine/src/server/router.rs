@@ -972,7 +972,6 @@ impl Router {
         // server's) is answered once the request's own path is: a client
         // without credentials is asked for them first (401), not told
         // what a share would have made of its Destination.
-        let authorization = routing.req.field(Field::Authorization);
         let (reach, refused) = match judged_too(routing.req, dav, &mut also) {
             Ok(reach) => (reach, None),
             Err(status) => (Reach::Own, Some(status)),
@@ -981,7 +980,7 @@ impl Router {
             (&routing.scratch.path, reach),
             &also,
             routing.req.method_token(),
-            authorization,
+            routing.req.field(Field::Authorization),
             ip,
             routing.client.now,
         );
